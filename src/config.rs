@@ -1,0 +1,439 @@
+//! The TOML configuration: its schema, defaults and validation.
+//!
+//! Every operator-facing knob lives here, with its default in one place: the `Default` impls
+//! below, which `config/default.toml` mirrors and `config/README.md` documents. Unknown keys
+//! are errors, and every error names the file, the line and the key, because a typo in a limit
+//! should never silently fall back to a default.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// The embedded configuration served when `mcp-actor` runs without `--config`.
+pub const DEFAULT_CONFIG_TOML: &str = include_str!("../config/default.toml");
+
+/// The whole configuration file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub server: ServerSection,
+    pub http: HttpSection,
+    pub sessions: SessionsSection,
+    pub client_requests: ClientRequestsSection,
+    pub replay: ReplaySection,
+    pub pagination: PaginationSection,
+    /// Tools the binary exposes. The library API registers tools in code instead.
+    pub tools: Vec<ToolConfig>,
+}
+
+/// `[server]`: identity and where to listen.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerSection {
+    pub listen: SocketAddr,
+    /// The MCP endpoint path; POST, GET and DELETE are served there.
+    pub path: String,
+    pub name: String,
+    pub title: Option<String>,
+    pub version: String,
+    pub description: Option<String>,
+    /// Returned as `instructions` in the initialize result.
+    pub instructions: Option<String>,
+    /// Prefix of every minted session id (visible ASCII, no `.`), so a load balancer can
+    /// route on it. Empty by default.
+    pub node_id: String,
+}
+
+impl Default for ServerSection {
+    fn default() -> Self {
+        ServerSection {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            path: "/mcp".into(),
+            name: "mcp-actor".into(),
+            title: Some("mcp-actor".into()),
+            version: env!("CARGO_PKG_VERSION").into(),
+            description: Some("An MCP server built on one actor per session".into()),
+            instructions: None,
+            node_id: String::new(),
+        }
+    }
+}
+
+/// How a POST that carries requests is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ResponseMode {
+    /// One JSON body unless the handler sends a notification or request first, then SSE.
+    #[default]
+    Auto,
+    /// Always one JSON body; messages sent before the result go to the GET stream.
+    Json,
+    /// Always an SSE stream.
+    Sse,
+}
+
+/// `[http]`: the transport.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpSection {
+    /// Largest accepted POST body, in bytes; larger gets 413.
+    pub max_body_bytes: usize,
+    /// Host header values accepted (with or without a port). Empty means the loopback names
+    /// only: localhost, 127.0.0.1 and [::1].
+    pub allowed_hosts: Vec<String>,
+    /// Origin header values accepted, besides loopback origins. `"*"` accepts any.
+    pub allowed_origins: Vec<String>,
+    pub response_mode: ResponseMode,
+    /// Interval of SSE keep-alive comments.
+    #[serde(with = "humantime_serde")]
+    pub sse_keep_alive: Duration,
+    /// The `retry` field sent with priming events: how long a client waits before it
+    /// reconnects after the server closes a stream.
+    #[serde(with = "humantime_serde")]
+    pub sse_retry: Duration,
+    /// Messages buffered towards one SSE connection; a client that falls this far behind is
+    /// disconnected and resumes from the replay log with `Last-Event-ID`.
+    pub sse_connection_buffer: usize,
+}
+
+impl Default for HttpSection {
+    fn default() -> Self {
+        HttpSection {
+            max_body_bytes: 4 * 1024 * 1024,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            response_mode: ResponseMode::Auto,
+            sse_keep_alive: Duration::from_secs(15),
+            sse_retry: Duration::from_secs(1),
+            sse_connection_buffer: 256,
+        }
+    }
+}
+
+/// `[sessions]`: how many, how long, how busy.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SessionsSection {
+    /// Live sessions at most; `initialize` beyond it gets 503 with `Retry-After`.
+    pub max_sessions: usize,
+    /// A session with no traffic, no open stream and no work in flight for this long ends.
+    #[serde(with = "humantime_serde")]
+    pub idle_ttl: Duration,
+    /// Client requests running at once in one session; more get 429.
+    pub max_in_flight: usize,
+    /// Capacity of each session actor's mailbox.
+    pub mailbox_capacity: usize,
+    /// How long an HTTP request waits for room in a full mailbox before it gets 503.
+    #[serde(with = "humantime_serde")]
+    pub mailbox_wait: Duration,
+}
+
+impl Default for SessionsSection {
+    fn default() -> Self {
+        SessionsSection {
+            max_sessions: 10_000,
+            idle_ttl: Duration::from_secs(30 * 60),
+            max_in_flight: 256,
+            mailbox_capacity: 512,
+            mailbox_wait: Duration::from_secs(5),
+        }
+    }
+}
+
+/// `[client_requests]`: server→client requests (elicitation, sampling, roots).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClientRequestsSection {
+    /// How long the server waits for the client's answer.
+    #[serde(with = "humantime_serde")]
+    pub timeout: Duration,
+    /// Whether a progress notification from the client restarts the timeout.
+    pub reset_timeout_on_progress: bool,
+    /// The hard limit, however much progress arrives.
+    #[serde(with = "humantime_serde")]
+    pub max_timeout: Duration,
+    /// Unanswered server→client requests per session at most.
+    pub max_pending: usize,
+}
+
+impl Default for ClientRequestsSection {
+    fn default() -> Self {
+        ClientRequestsSection {
+            timeout: Duration::from_secs(60),
+            reset_timeout_on_progress: true,
+            max_timeout: Duration::from_secs(600),
+            max_pending: 64,
+        }
+    }
+}
+
+/// `[replay]`: the per-stream logs that make SSE streams resumable.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReplaySection {
+    /// Events kept per stream; a `Last-Event-ID` older than the window gets 410.
+    pub max_events_per_stream: usize,
+    /// Finished request streams kept per session for late resumption.
+    pub max_finished_streams: usize,
+}
+
+impl Default for ReplaySection {
+    fn default() -> Self {
+        ReplaySection {
+            max_events_per_stream: 512,
+            max_finished_streams: 16,
+        }
+    }
+}
+
+/// `[pagination]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PaginationSection {
+    /// Items per page of tools/list, resources/list, resources/templates/list, prompts/list.
+    pub page_size: usize,
+}
+
+impl Default for PaginationSection {
+    fn default() -> Self {
+        PaginationSection { page_size: 100 }
+    }
+}
+
+/// One `[[tools]]` entry of the binary's configuration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolConfig {
+    /// The name of a builtin tool: `echo`, `sleep`, `ask` or `sample`.
+    pub builtin: String,
+    /// Exposed name; defaults to the builtin's name.
+    pub name: Option<String>,
+    /// Overrides the builtin's description.
+    pub description: Option<String>,
+}
+
+/// A configuration error, located in its file.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}: cannot read: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}:{column}: {key}{message}")]
+    Invalid {
+        path: String,
+        line: usize,
+        column: usize,
+        key: String,
+        message: String,
+    },
+}
+
+impl Config {
+    /// Reads and validates a configuration file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let display = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: display.clone(),
+            source,
+        })?;
+        Config::parse(&text, &display)
+    }
+
+    /// Parses and validates configuration text; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Config, ConfigError> {
+        let deserializer =
+            toml::Deserializer::parse(text).map_err(|e| toml_error(text, origin, "", &e))?;
+        let config: Config = serde_path_to_error::deserialize(deserializer).map_err(|e| {
+            let key = e.path().to_string();
+            toml_error(text, origin, &key, e.inner())
+        })?;
+        config.validate().map_err(|(key, message)| {
+            let (line, column) = locate_key(text, &key);
+            ConfigError::Invalid {
+                path: origin.into(),
+                line,
+                column,
+                key: format!("{key}: "),
+                message,
+            }
+        })?;
+        Ok(config)
+    }
+
+    /// Checks what types alone cannot; errors are (dotted key, message).
+    fn validate(&self) -> Result<(), (String, String)> {
+        let bad = |key: &str, msg: &str| Err((key.to_string(), msg.to_string()));
+        if !self.server.path.starts_with('/') {
+            return bad("server.path", "must start with '/', for example \"/mcp\"");
+        }
+        if !self
+            .server
+            .node_id
+            .bytes()
+            .all(|b| (0x21..=0x7e).contains(&b) && b != b'.')
+        {
+            return bad("server.node_id", "must be visible ASCII without '.'");
+        }
+        let positive = [
+            ("http.max_body_bytes", self.http.max_body_bytes),
+            (
+                "http.sse_connection_buffer",
+                self.http.sse_connection_buffer,
+            ),
+            ("sessions.max_sessions", self.sessions.max_sessions),
+            ("sessions.max_in_flight", self.sessions.max_in_flight),
+            ("sessions.mailbox_capacity", self.sessions.mailbox_capacity),
+            (
+                "client_requests.max_pending",
+                self.client_requests.max_pending,
+            ),
+            (
+                "replay.max_events_per_stream",
+                self.replay.max_events_per_stream,
+            ),
+            ("pagination.page_size", self.pagination.page_size),
+        ];
+        for (key, value) in positive {
+            if value == 0 {
+                return bad(key, "must be greater than 0");
+            }
+        }
+        let durations = [
+            ("http.sse_keep_alive", self.http.sse_keep_alive),
+            ("sessions.idle_ttl", self.sessions.idle_ttl),
+            ("client_requests.timeout", self.client_requests.timeout),
+            (
+                "client_requests.max_timeout",
+                self.client_requests.max_timeout,
+            ),
+        ];
+        for (key, value) in durations {
+            if value.is_zero() {
+                return bad(key, "must be longer than 0s");
+            }
+        }
+        if self.client_requests.max_timeout < self.client_requests.timeout {
+            return bad(
+                "client_requests.max_timeout",
+                "must not be shorter than client_requests.timeout",
+            );
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (i, tool) in self.tools.iter().enumerate() {
+            let name = tool.name.as_deref().unwrap_or(&tool.builtin);
+            if !crate::providers::builtin::NAMES.contains(&tool.builtin.as_str()) {
+                return Err((
+                    format!("tools[{i}].builtin"),
+                    format!(
+                        "unknown builtin {:?}; expected one of: {}",
+                        tool.builtin,
+                        crate::providers::builtin::NAMES.join(", ")
+                    ),
+                ));
+            }
+            if let Err(msg) = crate::features::tools::validate_tool_name(name) {
+                return Err((format!("tools[{i}].name"), msg));
+            }
+            if !seen.insert(name.to_string()) {
+                return Err((
+                    format!("tools[{i}].name"),
+                    format!("duplicate tool name {name:?}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn toml_error(text: &str, origin: &str, key: &str, e: &toml::de::Error) -> ConfigError {
+    let (line, column) = match e.span() {
+        Some(span) => line_col(text, span.start),
+        None => locate_key(text, key),
+    };
+    ConfigError::Invalid {
+        path: origin.into(),
+        line,
+        column,
+        key: if key.is_empty() || key == "." {
+            String::new()
+        } else {
+            format!("{key}: ")
+        },
+        message: e.message().trim().to_string(),
+    }
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+/// Best-effort line of a dotted key such as `sessions.idle_ttl`, for errors found after
+/// parsing: the first line that sets its last segment after its table header.
+fn locate_key(text: &str, key: &str) -> (usize, usize) {
+    let segments: Vec<&str> = key.split('.').collect();
+    let Some(last) = segments.last().map(|s| s.split('[').next().unwrap_or(s)) else {
+        return (1, 1);
+    };
+    let table = segments
+        .first()
+        .map(|s| s.split('[').next().unwrap_or(s))
+        .unwrap_or("");
+    let mut in_table = segments.len() == 1;
+    for (i, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with('[') {
+            let name = trimmed.trim_matches(|c| c == '[' || c == ']' || c == ' ');
+            in_table = name == table;
+            continue;
+        }
+        if in_table && trimmed.split(['=', ' ']).next() == Some(last) {
+            return (i + 1, line.len() - trimmed.len() + 1);
+        }
+    }
+    (1, 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_default_config_is_valid() {
+        let config = Config::parse(DEFAULT_CONFIG_TOML, "default.toml").unwrap();
+        assert_eq!(config.server.path, "/mcp");
+        assert_eq!(config.tools.len(), 4);
+    }
+
+    #[test]
+    fn unknown_key_names_file_line_and_key() {
+        let err =
+            Config::parse("[sessions]\nmax_sessions = 5\nmax_sesions = 6\n", "x.toml").unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("x.toml:3:"), "{text}");
+        assert!(text.contains("max_sesions"), "{text}");
+    }
+
+    #[test]
+    fn bad_duration_names_key() {
+        let err = Config::parse("[sessions]\nidle_ttl = \"soon\"\n", "x.toml").unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("x.toml:2:"), "{text}");
+        assert!(text.contains("sessions.idle_ttl"), "{text}");
+    }
+
+    #[test]
+    fn semantic_error_is_located() {
+        let err = Config::parse("[pagination]\n\npage_size = 0\n", "x.toml").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "x.toml:3:1: pagination.page_size: must be greater than 0"
+        );
+    }
+}

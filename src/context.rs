@@ -1,0 +1,223 @@
+//! [`RequestContext`]: what a tool, resource or prompt handler can do while it serves one
+//! request — report progress, log, ask the client (elicitation, sampling, roots), and notice
+//! cancellation.
+//!
+//! The context does not know which transport era it serves. It talks to a [`ClientLink`]:
+//! the session actor for handshake-era sessions, or a per-request channel for the stateless
+//! revision. Feature code written against it runs unchanged on both.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::jsonrpc::{RequestId, RpcError};
+use crate::protocol::{ClientInfo, ElicitResult, LogLevel};
+
+/// Why a server→client request did not produce an answer.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ClientRequestError {
+    #[error(
+        "the client did not declare the `{0}` capability, so the server cannot send it this request"
+    )]
+    NotSupported(&'static str),
+    #[error("the client did not answer within {0:?}; the request was cancelled")]
+    TimedOut(Duration),
+    #[error("the client answered with an error: {0}")]
+    Rejected(RpcError),
+    #[error("the client's answer was malformed: {0}")]
+    Malformed(String),
+    #[error("too many server→client requests are pending in this session (limit {0})")]
+    TooManyPending(usize),
+    #[error("the session ended before the client answered")]
+    SessionClosed,
+}
+
+/// The channel a context uses to reach its client. Implemented by the transport layer.
+pub(crate) trait ClientLink: Send + Sync + 'static {
+    /// Sends a notification related to the request `origin`. `level` is set for
+    /// `notifications/message`, so the session can drop messages below its log level.
+    fn notify(
+        &self,
+        origin: &RequestId,
+        method: &'static str,
+        params: Value,
+        level: Option<LogLevel>,
+    ) -> BoxFuture<'_, ()>;
+
+    /// Sends a request to the client on behalf of `origin` and waits for its answer.
+    fn request(
+        &self,
+        origin: &RequestId,
+        method: &'static str,
+        params: Value,
+    ) -> BoxFuture<'_, Result<Value, ClientRequestError>>;
+
+    /// Closes the SSE connection carrying `origin`'s stream without ending the stream
+    /// (SEP-1699 polling); the client reconnects with `Last-Event-ID`.
+    fn close_stream(&self, origin: &RequestId) -> BoxFuture<'_, ()>;
+}
+
+/// The context of one client request. Cheap to clone.
+#[derive(Clone)]
+pub struct RequestContext {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    request_id: RequestId,
+    session_id: Option<Arc<str>>,
+    progress_token: Option<Value>,
+    client: Arc<ClientInfo>,
+    cancel: CancellationToken,
+    link: Arc<dyn ClientLink>,
+}
+
+impl RequestContext {
+    pub(crate) fn new(
+        request_id: RequestId,
+        session_id: Option<Arc<str>>,
+        progress_token: Option<Value>,
+        client: Arc<ClientInfo>,
+        cancel: CancellationToken,
+        link: Arc<dyn ClientLink>,
+    ) -> Self {
+        RequestContext {
+            inner: Arc::new(Inner {
+                request_id,
+                session_id,
+                progress_token,
+                client,
+                cancel,
+                link,
+            }),
+        }
+    }
+
+    /// The JSON-RPC id of the request being served.
+    pub fn request_id(&self) -> &RequestId {
+        &self.inner.request_id
+    }
+
+    /// The `Mcp-Session-Id`, for handshake-era requests.
+    pub fn session_id(&self) -> Option<&str> {
+        self.inner.session_id.as_deref()
+    }
+
+    /// The client's implementation info, capabilities and protocol revision.
+    pub fn client_info(&self) -> &ClientInfo {
+        &self.inner.client
+    }
+
+    /// Cancelled when the client cancels the request or the session ends. The task running
+    /// the handler is also aborted then, so awaiting this is only needed to clean up
+    /// resources that outlive the task (child processes, remote jobs).
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.inner.cancel
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancel.is_cancelled()
+    }
+
+    /// Whether the request carried a progress token.
+    pub fn wants_progress(&self) -> bool {
+        self.inner.progress_token.is_some()
+    }
+
+    /// Sends `notifications/progress` if the request carried a progress token; otherwise
+    /// does nothing. `progress` must increase with every call (spec `progress.mdx`).
+    pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let Some(token) = &self.inner.progress_token else {
+            return;
+        };
+        let mut params = json!({ "progressToken": token, "progress": progress });
+        if let Some(total) = total {
+            params["total"] = json!(total);
+        }
+        if let Some(message) = message {
+            params["message"] = json!(message);
+        }
+        self.inner
+            .link
+            .notify(
+                &self.inner.request_id,
+                "notifications/progress",
+                params,
+                None,
+            )
+            .await;
+    }
+
+    /// Sends `notifications/message`. Messages below the session's log level are dropped.
+    pub async fn log(&self, level: LogLevel, logger: Option<&str>, data: Value) {
+        let mut params = json!({ "level": level, "data": data });
+        if let Some(logger) = logger {
+            params["logger"] = json!(logger);
+        }
+        self.inner
+            .link
+            .notify(
+                &self.inner.request_id,
+                "notifications/message",
+                params,
+                Some(level),
+            )
+            .await;
+    }
+
+    /// Asks the user for structured input with `elicitation/create` in form mode.
+    /// `requested_schema` is a flat object schema of primitive properties.
+    pub async fn elicit(
+        &self,
+        message: &str,
+        requested_schema: Value,
+    ) -> Result<ElicitResult, ClientRequestError> {
+        if !self.inner.client.supports_elicitation_form() {
+            return Err(ClientRequestError::NotSupported("elicitation"));
+        }
+        let params = json!({ "message": message, "requestedSchema": requested_schema });
+        let answer = self
+            .inner
+            .link
+            .request(&self.inner.request_id, "elicitation/create", params)
+            .await?;
+        serde_json::from_value(answer).map_err(|e| ClientRequestError::Malformed(e.to_string()))
+    }
+
+    /// Asks the client's model for a completion with `sampling/createMessage`. `params` is
+    /// the request's params (`messages`, `maxTokens`, ...); the client's result is returned.
+    pub async fn sample(&self, params: Value) -> Result<Value, ClientRequestError> {
+        if !self.inner.client.supports_sampling() {
+            return Err(ClientRequestError::NotSupported("sampling"));
+        }
+        self.inner
+            .link
+            .request(&self.inner.request_id, "sampling/createMessage", params)
+            .await
+    }
+
+    /// Asks the client for its roots with `roots/list`; returns the `roots` array.
+    pub async fn list_roots(&self) -> Result<Value, ClientRequestError> {
+        if !self.inner.client.supports_roots() {
+            return Err(ClientRequestError::NotSupported("roots"));
+        }
+        let result = self
+            .inner
+            .link
+            .request(&self.inner.request_id, "roots/list", json!({}))
+            .await?;
+        result
+            .get("roots")
+            .cloned()
+            .ok_or_else(|| ClientRequestError::Malformed("roots/list result has no `roots`".into()))
+    }
+
+    /// Closes the SSE connection of this request's stream without ending the stream, so the
+    /// client reconnects and resumes with `Last-Event-ID` (2025-11-25 SSE polling).
+    pub async fn close_sse_stream(&self) {
+        self.inner.link.close_stream(&self.inner.request_id).await;
+    }
+}

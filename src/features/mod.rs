@@ -1,0 +1,365 @@
+//! What the server offers: tools, resources, resource templates and prompts, and the
+//! feature methods over them (list with pagination, call, read, get, complete).
+//!
+//! [`Features`] is immutable once built and shared behind an `Arc`, so any number of tasks
+//! read it without locking. It never touches session state: the session actor and the
+//! stateless path both call into it with a [`RequestContext`].
+
+pub mod prompts;
+pub mod resources;
+pub mod tools;
+
+use std::collections::HashMap;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::{Map, Value, json};
+
+use crate::context::RequestContext;
+use crate::jsonrpc::{RpcError, params_object};
+use crate::protocol::Arguments;
+use prompts::Prompt;
+use resources::{Resource, ResourceError, ResourceTemplate};
+use tools::Tool;
+
+/// Everything a server exposes, indexed for lookup.
+#[derive(Clone, Default)]
+pub struct Features {
+    tools: Vec<Tool>,
+    tool_index: HashMap<String, usize>,
+    resources: Vec<Resource>,
+    resource_index: HashMap<String, usize>,
+    templates: Vec<ResourceTemplate>,
+    prompts: Vec<Prompt>,
+    prompt_index: HashMap<String, usize>,
+    page_size: usize,
+}
+
+/// Two registrations under one name.
+#[derive(Debug, thiserror::Error)]
+#[error("duplicate {kind} {name:?}")]
+pub struct DuplicateName {
+    pub kind: &'static str,
+    pub name: String,
+}
+
+impl Features {
+    pub(crate) fn new(page_size: usize) -> Self {
+        Features {
+            page_size: page_size.max(1),
+            ..Default::default()
+        }
+    }
+
+    pub(crate) fn add_tool(&mut self, tool: Tool) -> Result<(), DuplicateName> {
+        insert_unique(&mut self.tool_index, tool.name(), self.tools.len(), "tool")?;
+        self.tools.push(tool);
+        Ok(())
+    }
+
+    pub(crate) fn add_resource(&mut self, resource: Resource) -> Result<(), DuplicateName> {
+        insert_unique(
+            &mut self.resource_index,
+            &resource.uri,
+            self.resources.len(),
+            "resource",
+        )?;
+        self.resources.push(resource);
+        Ok(())
+    }
+
+    pub(crate) fn add_template(&mut self, template: ResourceTemplate) {
+        self.templates.push(template);
+    }
+
+    pub(crate) fn add_prompt(&mut self, prompt: Prompt) -> Result<(), DuplicateName> {
+        insert_unique(
+            &mut self.prompt_index,
+            &prompt.name,
+            self.prompts.len(),
+            "prompt",
+        )?;
+        self.prompts.push(prompt);
+        Ok(())
+    }
+
+    pub fn tool(&self, name: &str) -> Option<&Tool> {
+        self.tool_index.get(name).map(|&i| &self.tools[i])
+    }
+
+    pub fn has_tools(&self) -> bool {
+        !self.tools.is_empty()
+    }
+
+    /// `tools/list`.
+    pub fn list_tools(&self, params: Option<&Value>) -> Result<Value, RpcError> {
+        self.page(params, "tools", self.tools.iter().map(Tool::descriptor))
+    }
+
+    /// `tools/call`. Unknown tools and malformed params are protocol errors; everything
+    /// else, including invalid arguments, is an `isError` result.
+    pub async fn call_tool(
+        &self,
+        ctx: RequestContext,
+        params: Option<&Value>,
+    ) -> Result<Value, RpcError> {
+        let params = params_object(params)?;
+        let name = required_str(params, "name")?;
+        let tool = self
+            .tool(name)
+            .ok_or_else(|| RpcError::invalid_params(format!("unknown tool: {name:?}")))?;
+        let arguments = tools::call_arguments(params)
+            .ok_or_else(|| RpcError::invalid_params("tools/call `arguments` must be an object"))?;
+        let result = tool.call(ctx, arguments).await;
+        serde_json::to_value(result).map_err(|e| RpcError::internal(e.to_string()))
+    }
+
+    /// `resources/list`.
+    pub fn list_resources(&self, params: Option<&Value>) -> Result<Value, RpcError> {
+        self.page(
+            params,
+            "resources",
+            self.resources.iter().map(|r| &r.descriptor),
+        )
+    }
+
+    /// `resources/templates/list`.
+    pub fn list_resource_templates(&self, params: Option<&Value>) -> Result<Value, RpcError> {
+        self.page(
+            params,
+            "resourceTemplates",
+            self.templates.iter().map(|t| &t.descriptor),
+        )
+    }
+
+    /// Whether `uri` names a resource or matches a template.
+    pub fn knows_resource(&self, uri: &str) -> bool {
+        self.resource_index.contains_key(uri)
+            || self
+                .templates
+                .iter()
+                .any(|t| t.template.matches(uri).is_some())
+    }
+
+    /// `resources/read`: the exact resource first, then the first matching template.
+    pub async fn read_resource(
+        &self,
+        ctx: RequestContext,
+        params: Option<&Value>,
+    ) -> Result<Value, RpcError> {
+        let params = params_object(params)?;
+        let uri = required_str(params, "uri")?.to_string();
+        let (handler, args) = if let Some(&i) = self.resource_index.get(&uri) {
+            (self.resources[i].handler.clone(), Arguments::new())
+        } else {
+            self.templates
+                .iter()
+                .find_map(|t| {
+                    t.template
+                        .matches(&uri)
+                        .map(|args| (t.handler.clone(), args))
+                })
+                .ok_or_else(|| RpcError::from(ResourceError::NotFound(uri.clone())))?
+        };
+        let contents = handler(ctx, uri, args).await?;
+        Ok(json!({ "contents": contents }))
+    }
+
+    /// `prompts/list`.
+    pub fn list_prompts(&self, params: Option<&Value>) -> Result<Value, RpcError> {
+        self.page(
+            params,
+            "prompts",
+            self.prompts.iter().map(|p| &p.descriptor),
+        )
+    }
+
+    /// `prompts/get`: -32602 for an unknown prompt or a missing required argument.
+    pub async fn get_prompt(
+        &self,
+        ctx: RequestContext,
+        params: Option<&Value>,
+    ) -> Result<Value, RpcError> {
+        let params = params_object(params)?;
+        let name = required_str(params, "name")?;
+        let prompt = self
+            .prompt_index
+            .get(name)
+            .map(|&i| &self.prompts[i])
+            .ok_or_else(|| RpcError::invalid_params(format!("unknown prompt: {name:?}")))?;
+        let args = string_map(params.get("arguments"), "arguments")?;
+        let result = prompt.get(ctx, args).await?;
+        serde_json::to_value(result).map_err(|e| RpcError::internal(e.to_string()))
+    }
+
+    /// `completion/complete` for prompt arguments and template variables.
+    pub fn complete(&self, params: Option<&Value>) -> Result<Value, RpcError> {
+        const MAX_VALUES: usize = 100;
+        let params = params_object(params)?;
+        let reference = params
+            .get("ref")
+            .and_then(Value::as_object)
+            .ok_or_else(|| RpcError::invalid_params("completion/complete needs a `ref` object"))?;
+        let argument = params
+            .get("argument")
+            .and_then(Value::as_object)
+            .ok_or_else(|| {
+                RpcError::invalid_params("completion/complete needs an `argument` object")
+            })?;
+        let arg_name = required_str(argument, "name")?;
+        let arg_value = argument.get("value").and_then(Value::as_str).unwrap_or("");
+        let context = string_map(
+            params.get("context").and_then(|c| c.get("arguments")),
+            "context.arguments",
+        )?;
+        let completer = match reference.get("type").and_then(Value::as_str) {
+            Some("ref/prompt") => {
+                let name = required_str(reference, "name")?;
+                let prompt = self
+                    .prompt_index
+                    .get(name)
+                    .map(|&i| &self.prompts[i])
+                    .ok_or_else(|| RpcError::invalid_params(format!("unknown prompt: {name:?}")))?;
+                prompt.completer.clone()
+            }
+            Some("ref/resource") => {
+                let uri = required_str(reference, "uri")?;
+                let template = self
+                    .templates
+                    .iter()
+                    .find(|t| t.descriptor.get("uriTemplate").and_then(Value::as_str) == Some(uri))
+                    .ok_or_else(|| {
+                        RpcError::invalid_params(format!("unknown resource template: {uri:?}"))
+                    })?;
+                template.completer.clone()
+            }
+            other => {
+                return Err(RpcError::invalid_params(format!(
+                    "unknown ref type {other:?}; expected \"ref/prompt\" or \"ref/resource\""
+                )));
+            }
+        };
+        let mut values = completer
+            .map(|c| c(arg_name, arg_value, &context))
+            .unwrap_or_default();
+        let total = values.len();
+        values.truncate(MAX_VALUES);
+        Ok(
+            json!({ "completion": { "values": values, "total": total, "hasMore": total > MAX_VALUES } }),
+        )
+    }
+
+    /// One page of a list result, with an opaque `nextCursor` when more remain.
+    fn page<'a>(
+        &self,
+        params: Option<&Value>,
+        key: &str,
+        items: impl ExactSizeIterator<Item = &'a Value>,
+    ) -> Result<Value, RpcError> {
+        let params = params_object(params)?;
+        let total = items.len();
+        let start = match params.get("cursor") {
+            None | Some(Value::Null) => 0,
+            Some(Value::String(cursor)) => decode_cursor(cursor)
+                .filter(|&o| o <= total)
+                .ok_or_else(|| {
+                    RpcError::invalid_params(format!(
+                        "invalid cursor {cursor:?}: use a nextCursor from an earlier page"
+                    ))
+                })?,
+            Some(_) => return Err(RpcError::invalid_params("cursor must be a string")),
+        };
+        let page: Vec<Value> = items.skip(start).take(self.page_size).cloned().collect();
+        let end = start + page.len();
+        let mut result = Map::new();
+        result.insert(key.to_string(), Value::Array(page));
+        if end < total {
+            result.insert("nextCursor".into(), Value::String(encode_cursor(end)));
+        }
+        Ok(Value::Object(result))
+    }
+}
+
+fn insert_unique(
+    index: &mut HashMap<String, usize>,
+    name: &str,
+    at: usize,
+    kind: &'static str,
+) -> Result<(), DuplicateName> {
+    if index.contains_key(name) {
+        return Err(DuplicateName {
+            kind,
+            name: name.to_string(),
+        });
+    }
+    index.insert(name.to_string(), at);
+    Ok(())
+}
+
+fn encode_cursor(offset: usize) -> String {
+    URL_SAFE_NO_PAD.encode(format!("offset:{offset}"))
+}
+
+fn decode_cursor(cursor: &str) -> Option<usize> {
+    let bytes = URL_SAFE_NO_PAD.decode(cursor).ok()?;
+    std::str::from_utf8(&bytes)
+        .ok()?
+        .strip_prefix("offset:")?
+        .parse()
+        .ok()
+}
+
+pub(crate) fn required_str<'a>(
+    params: &'a Map<String, Value>,
+    key: &str,
+) -> Result<&'a str, RpcError> {
+    params
+        .get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params(format!("missing or non-string `{key}`")))
+}
+
+fn string_map(value: Option<&Value>, what: &str) -> Result<Arguments, RpcError> {
+    match value {
+        None | Some(Value::Null) => Ok(Arguments::new()),
+        Some(Value::Object(map)) => map
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok((k.clone(), s.clone())),
+                _ => Err(RpcError::invalid_params(format!(
+                    "`{what}.{k}` must be a string"
+                ))),
+            })
+            .collect(),
+        Some(_) => Err(RpcError::invalid_params(format!(
+            "`{what}` must be an object of strings"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_reject_garbage() {
+        assert_eq!(decode_cursor(&encode_cursor(42)), Some(42));
+        assert_eq!(decode_cursor("garbage!"), None);
+    }
+
+    #[test]
+    fn pages_split_long_lists() {
+        let features = Features::new(2);
+        let items = [json!(1), json!(2), json!(3)];
+        let first = features.page(None, "x", items.iter()).unwrap();
+        assert_eq!(first["x"], json!([1, 2]));
+        let cursor = first["nextCursor"].clone();
+        let second = features
+            .page(Some(&json!({ "cursor": cursor })), "x", items.iter())
+            .unwrap();
+        assert_eq!(second["x"], json!([3]));
+        assert!(second.get("nextCursor").is_none());
+        let bad = features.page(Some(&json!({ "cursor": "nope" })), "x", items.iter());
+        assert_eq!(bad.unwrap_err().code, crate::jsonrpc::codes::INVALID_PARAMS);
+    }
+}

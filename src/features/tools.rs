@@ -1,0 +1,222 @@
+//! Tools: their descriptors, argument validation and invocation (spec `server/tools.mdx`).
+//!
+//! Arguments are validated against the tool's input schema with a compiled JSON Schema
+//! validator (2020-12 unless the schema names another dialect) before the handler runs.
+//! Invalid arguments and failing handlers become `isError` results, as 2025-11-25 asks
+//! (SEP-1303), so the model can see and correct them; only an unknown tool or malformed
+//! params are protocol errors.
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+
+use crate::context::{ClientRequestError, RequestContext};
+use crate::protocol::CallToolResult;
+
+/// Why a tool handler failed. The client receives it as an `isError` result.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("{0}")]
+    Failed(String),
+    #[error("{0}")]
+    Client(#[from] ClientRequestError),
+}
+
+impl ToolError {
+    pub fn msg(message: impl Into<String>) -> Self {
+        ToolError::Failed(message.into())
+    }
+}
+
+/// The future a tool handler returns.
+pub type ToolFuture = BoxFuture<'static, Result<CallToolResult, ToolError>>;
+
+type ToolHandler = Arc<dyn Fn(RequestContext, Value) -> ToolFuture + Send + Sync>;
+
+/// A tool definition that is not valid.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolDefinitionError {
+    #[error("tool name {name:?}: {reason}")]
+    BadName { name: String, reason: String },
+    #[error("tool {name:?}: invalid input schema: {reason}")]
+    BadSchema { name: String, reason: String },
+}
+
+/// A registered tool.
+#[derive(Clone)]
+pub struct Tool {
+    name: String,
+    descriptor: Value,
+    validator: Arc<jsonschema::Validator>,
+    handler: ToolHandler,
+}
+
+impl std::fmt::Debug for Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tool")
+            .field("descriptor", &self.descriptor)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Checks a tool name against the 2025-11-25 guidance (SEP-986): 1–128 characters from
+/// `[A-Za-z0-9_.-]`.
+pub fn validate_tool_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > 128 {
+        return Err("must be 1 to 128 characters long".into());
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
+    {
+        return Err(format!(
+            "contains {c:?}; only A-Z, a-z, 0-9, '_', '.' and '-' are allowed"
+        ));
+    }
+    Ok(())
+}
+
+impl Tool {
+    /// A tool taking raw JSON arguments, validated against `input_schema` before `handler`
+    /// runs. `descriptor_extra` may add `title`, `annotations`, `outputSchema`, `icons`.
+    pub fn new<F>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+        handler: F,
+    ) -> Result<Tool, ToolDefinitionError>
+    where
+        F: Fn(RequestContext, Value) -> ToolFuture + Send + Sync + 'static,
+    {
+        let name = name.into();
+        validate_tool_name(&name).map_err(|reason| ToolDefinitionError::BadName {
+            name: name.clone(),
+            reason,
+        })?;
+        if !input_schema.is_object() {
+            return Err(ToolDefinitionError::BadSchema {
+                name,
+                reason: "must be a JSON object".into(),
+            });
+        }
+        let validator = jsonschema::validator_for(&input_schema).map_err(|e| {
+            ToolDefinitionError::BadSchema {
+                name: name.clone(),
+                reason: e.to_string(),
+            }
+        })?;
+        let descriptor = json!({
+            "name": name,
+            "description": description.into(),
+            "inputSchema": input_schema,
+        });
+        Ok(Tool {
+            name,
+            descriptor,
+            validator: Arc::new(validator),
+            handler: Arc::new(handler),
+        })
+    }
+
+    /// A tool whose arguments deserialize into `A`; the input schema is derived from `A`.
+    pub fn typed<A, F, Fut>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        handler: F,
+    ) -> Result<Tool, ToolDefinitionError>
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(RequestContext, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
+    {
+        let schema = serde_json::to_value(schemars::schema_for!(A)).map_err(|e| {
+            ToolDefinitionError::BadSchema {
+                name: "?".into(),
+                reason: e.to_string(),
+            }
+        })?;
+        let handler = Arc::new(handler);
+        Tool::new(name, description, schema, move |ctx, args| {
+            let handler = Arc::clone(&handler);
+            Box::pin(async move {
+                // The schema was checked already, so this only fails where serde is stricter
+                // than the derived schema; report it like a validation failure.
+                let args: A = serde_json::from_value(args)
+                    .map_err(|e| ToolError::Failed(format!("invalid arguments: {e}")))?;
+                handler(ctx, args).await
+            })
+        })
+    }
+
+    /// Sets an optional descriptor field: `title`, `annotations`, `outputSchema`, `icons`,
+    /// `_meta`.
+    pub fn with(mut self, field: &str, value: Value) -> Self {
+        if let Some(obj) = self.descriptor.as_object_mut() {
+            obj.insert(field.to_string(), value);
+        }
+        self
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The tool as `tools/list` shows it.
+    pub fn descriptor(&self) -> &Value {
+        &self.descriptor
+    }
+
+    /// Validates `arguments` and runs the handler. Never a protocol error.
+    pub(crate) async fn call(&self, ctx: RequestContext, arguments: Value) -> CallToolResult {
+        let problems: Vec<String> = self
+            .validator
+            .iter_errors(&arguments)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{at}: {e}")
+                }
+            })
+            .collect();
+        if !problems.is_empty() {
+            return CallToolResult::error(format!(
+                "invalid arguments for tool {:?}: {}",
+                self.name,
+                problems.join("; ")
+            ));
+        }
+        match (self.handler)(ctx, arguments).await {
+            Ok(result) => result,
+            Err(e) => CallToolResult::error(e.to_string()),
+        }
+    }
+}
+
+/// Reads `arguments` of a `tools/call`; absent means `{}` (clients omit it for tools
+/// without parameters).
+pub(crate) fn call_arguments(params: &Map<String, Value>) -> Option<Value> {
+    match params.get("arguments") {
+        None | Some(Value::Null) => Some(Value::Object(Map::new())),
+        Some(v @ Value::Object(_)) => Some(v.clone()),
+        Some(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_follow_sep_986() {
+        assert!(validate_tool_name("get_weather.v2-beta").is_ok());
+        assert!(validate_tool_name("").is_err());
+        assert!(validate_tool_name("has space").is_err());
+        assert!(validate_tool_name("a,b").is_err());
+        assert!(validate_tool_name(&"x".repeat(129)).is_err());
+    }
+}

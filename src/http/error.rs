@@ -1,0 +1,111 @@
+//! The one place where a failure becomes an HTTP status and a JSON-RPC error body.
+//!
+//! Statuses follow `shared/spec/streamable-http-2025.md` §6: 400 for malformed input and a
+//! missing session id, 403 for Origin/Host, 404 for an unknown or ended session, 405, 406,
+//! 413, 415; plus 429 and 503 (with `Retry-After`) for our own limits, and 410 for a
+//! `Last-Event-ID` the replay log no longer covers.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::jsonrpc::{RpcError, codes};
+use crate::session::SessionError;
+use crate::session::streams::ReplayError;
+
+#[derive(Debug)]
+pub(crate) struct HttpError {
+    pub status: StatusCode,
+    pub error: RpcError,
+    pub retry_after_secs: Option<u64>,
+    pub allow: Option<&'static str>,
+}
+
+impl HttpError {
+    pub fn new(status: StatusCode, code: i64, message: impl Into<String>) -> Self {
+        HttpError {
+            status,
+            error: RpcError::new(code, message),
+            retry_after_secs: None,
+            allow: None,
+        }
+    }
+
+    /// 400 with the given JSON-RPC error (parse errors, invalid requests and params).
+    pub fn bad_request(error: RpcError) -> Self {
+        HttpError {
+            status: StatusCode::BAD_REQUEST,
+            error,
+            retry_after_secs: None,
+            allow: None,
+        }
+    }
+
+    pub fn retry_after(mut self, secs: u64) -> Self {
+        self.retry_after_secs = Some(secs);
+        self
+    }
+
+    pub fn method_not_allowed(allow: &'static str) -> Self {
+        let mut e = HttpError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            codes::SERVER_ERROR,
+            format!("method not allowed on the MCP endpoint; allowed: {allow}"),
+        );
+        e.allow = Some(allow);
+        e
+    }
+}
+
+impl From<SessionError> for HttpError {
+    fn from(e: SessionError) -> Self {
+        let message = e.to_string();
+        match e {
+            SessionError::NotFound => {
+                HttpError::new(StatusCode::NOT_FOUND, codes::SESSION_NOT_FOUND, message)
+            }
+            SessionError::Busy => HttpError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                codes::SERVER_ERROR,
+                message,
+            )
+            .retry_after(1),
+            SessionError::TooManyInFlight { .. } => {
+                HttpError::new(StatusCode::TOO_MANY_REQUESTS, codes::SERVER_ERROR, message)
+                    .retry_after(1)
+            }
+            SessionError::TooManySessions { .. } => HttpError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                codes::SERVER_ERROR,
+                message,
+            )
+            .retry_after(5),
+            SessionError::Replay(ReplayError::OutOfWindow { .. }) => {
+                HttpError::new(StatusCode::GONE, codes::SERVER_ERROR, message)
+            }
+            SessionError::Replay(ReplayError::Unknown(_)) => {
+                HttpError::new(StatusCode::BAD_REQUEST, codes::INVALID_REQUEST, message)
+            }
+        }
+    }
+}
+
+impl IntoResponse for HttpError {
+    fn into_response(self) -> Response {
+        if self.status.is_server_error() || self.status == StatusCode::TOO_MANY_REQUESTS {
+            tracing::warn!(status = self.status.as_u16(), error = %self.error.message, "request refused");
+        } else {
+            tracing::debug!(status = self.status.as_u16(), error = %self.error.message, "request refused");
+        }
+        let body = json!({ "jsonrpc": "2.0", "id": null, "error": self.error });
+        let mut response = (self.status, axum::Json(body)).into_response();
+        let headers = response.headers_mut();
+        if let Some(secs) = self.retry_after_secs {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if let Some(allow) = self.allow {
+            headers.insert(header::ALLOW, HeaderValue::from_static(allow));
+        }
+        response
+    }
+}

@@ -1,0 +1,233 @@
+//! Header checks of the MCP endpoint: Host and Origin (DNS-rebinding protection), content
+//! negotiation, the protocol-version header and the session id.
+
+use axum::http::{HeaderMap, StatusCode, Uri, header};
+
+use crate::config::HttpSection;
+use crate::http::error::HttpError;
+use crate::jsonrpc::codes;
+use crate::protocol::ProtocolVersion;
+
+pub(crate) const SESSION_ID: &str = "mcp-session-id";
+pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+pub(crate) const LAST_EVENT_ID: &str = "last-event-id";
+
+const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
+
+/// Rejects a Host or Origin that is not allowed with 403 (spec 2025-11-25 "Security
+/// Warning"; the conformance suite's `dns-rebinding-protection` checks Host as well).
+pub(crate) fn check_host_and_origin(
+    headers: &HeaderMap,
+    uri: &Uri,
+    config: &HttpSection,
+) -> Result<(), HttpError> {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| uri.authority().map(|a| a.as_str()));
+    if let Some(host) = host {
+        if !host_allowed(host, config) {
+            return Err(HttpError::new(
+                StatusCode::FORBIDDEN,
+                codes::SERVER_ERROR,
+                format!("Host {host:?} is not allowed; add it to http.allowed_hosts to serve it"),
+            ));
+        }
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or("");
+        if !origin_allowed(origin, config) {
+            return Err(HttpError::new(
+                StatusCode::FORBIDDEN,
+                codes::SERVER_ERROR,
+                format!(
+                    "Origin {origin:?} is not allowed; add it to http.allowed_origins to serve it"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The host part of `host[:port]`, keeping IPv6 brackets.
+fn hostname(authority: &str) -> &str {
+    if authority.starts_with('[') {
+        return authority.split_inclusive(']').next().unwrap_or(authority);
+    }
+    authority.split(':').next().unwrap_or(authority)
+}
+
+fn host_allowed(host: &str, config: &HttpSection) -> bool {
+    let name = hostname(host);
+    LOOPBACK_HOSTS.iter().any(|h| h.eq_ignore_ascii_case(name))
+        || config
+            .allowed_hosts
+            .iter()
+            .any(|h| h == "*" || h.eq_ignore_ascii_case(host) || h.eq_ignore_ascii_case(name))
+}
+
+fn origin_allowed(origin: &str, config: &HttpSection) -> bool {
+    if config
+        .allowed_origins
+        .iter()
+        .any(|o| o == "*" || o.eq_ignore_ascii_case(origin))
+    {
+        return true;
+    }
+    let Some((scheme, rest)) = origin.split_once("://") else {
+        return false;
+    };
+    matches!(scheme, "http" | "https")
+        && LOOPBACK_HOSTS
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(hostname(rest)))
+}
+
+/// Whether an Accept header admits `wanted` (`type/subtype`), counting wildcards.
+fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
+    let (kind, _) = wanted.split_once('/').unwrap_or((wanted, ""));
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|range| {
+            let range = range.split(';').next().unwrap_or("").trim();
+            range.eq_ignore_ascii_case(wanted)
+                || range == "*/*"
+                || range
+                    .strip_suffix("/*")
+                    .is_some_and(|k| k.eq_ignore_ascii_case(kind))
+        })
+}
+
+/// POST must accept both reply forms (spec: the client MUST list both).
+pub(crate) fn check_post_accept(headers: &HeaderMap) -> Result<(), HttpError> {
+    if accepts(headers, "application/json") && accepts(headers, "text/event-stream") {
+        return Ok(());
+    }
+    Err(HttpError::new(
+        StatusCode::NOT_ACCEPTABLE,
+        codes::SERVER_ERROR,
+        "Not Acceptable: the Accept header must include both application/json and text/event-stream",
+    ))
+}
+
+/// GET opens an SSE stream, so it must accept `text/event-stream`.
+pub(crate) fn check_get_accept(headers: &HeaderMap) -> Result<(), HttpError> {
+    if accepts(headers, "text/event-stream") {
+        return Ok(());
+    }
+    Err(HttpError::new(
+        StatusCode::NOT_ACCEPTABLE,
+        codes::SERVER_ERROR,
+        "Not Acceptable: the Accept header must include text/event-stream",
+    ))
+}
+
+pub(crate) fn check_content_type(headers: &HeaderMap) -> Result<(), HttpError> {
+    let ok = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    if ok {
+        return Ok(());
+    }
+    Err(HttpError::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        codes::SERVER_ERROR,
+        "Unsupported Media Type: the Content-Type must be application/json",
+    ))
+}
+
+/// The `MCP-Protocol-Version` header, if present. Any supported revision is accepted, even
+/// one other than the session's (conformance sends 2025-03-26 on 2025-11-25 sessions); an
+/// unsupported one gets 400 (spec 2025-06-18 "Protocol Version Header").
+pub(crate) fn protocol_version(headers: &HeaderMap) -> Result<Option<ProtocolVersion>, HttpError> {
+    let Some(value) = headers.get(PROTOCOL_VERSION) else {
+        return Ok(None);
+    };
+    let text = value.to_str().unwrap_or("").trim();
+    ProtocolVersion::parse(text).map(Some).ok_or_else(|| {
+        HttpError::new(
+            StatusCode::BAD_REQUEST,
+            codes::SERVER_ERROR,
+            format!(
+                "Bad Request: unsupported MCP-Protocol-Version {text:?} (supported versions: {})",
+                ProtocolVersion::supported_list()
+            ),
+        )
+    })
+}
+
+pub(crate) fn session_id(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+}
+
+pub(crate) fn require_session_id(headers: &HeaderMap) -> Result<&str, HttpError> {
+    session_id(headers).ok_or_else(|| {
+        HttpError::new(
+            StatusCode::BAD_REQUEST,
+            codes::SERVER_ERROR,
+            "Bad Request: the Mcp-Session-Id header is required; send initialize first to get one",
+        )
+    })
+}
+
+pub(crate) fn last_event_id(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(LAST_EVENT_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(|s| s.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> HttpSection {
+        HttpSection::default()
+    }
+
+    #[test]
+    fn loopback_hosts_and_origins_pass_others_do_not() {
+        let c = config();
+        assert!(host_allowed("127.0.0.1:8080", &c));
+        assert!(host_allowed("localhost", &c));
+        assert!(host_allowed("[::1]:9", &c));
+        assert!(!host_allowed("evil.example.com", &c));
+        assert!(!host_allowed("127.0.0.1.evil.com", &c));
+        assert!(origin_allowed("http://localhost:6274", &c));
+        assert!(!origin_allowed("http://evil.example.com", &c));
+        assert!(!origin_allowed("null", &c));
+    }
+
+    #[test]
+    fn configured_hosts_and_origins_pass() {
+        let c = HttpSection {
+            allowed_hosts: vec!["mcp.internal".into()],
+            allowed_origins: vec!["https://app.example.com".into()],
+            ..config()
+        };
+        assert!(host_allowed("mcp.internal:443", &c));
+        assert!(origin_allowed("https://app.example.com", &c));
+    }
+
+    #[test]
+    fn accept_wildcards_count() {
+        let mut h = HeaderMap::new();
+        h.insert(header::ACCEPT, "*/*".parse().unwrap());
+        assert!(check_post_accept(&h).is_ok());
+        h.insert(header::ACCEPT, "application/json".parse().unwrap());
+        assert!(check_post_accept(&h).is_err());
+        h.insert(
+            header::ACCEPT,
+            "application/json, text/event-stream;q=0.9".parse().unwrap(),
+        );
+        assert!(check_post_accept(&h).is_ok());
+    }
+}

@@ -1,0 +1,67 @@
+//! The HTTP face of the server: one endpoint path with POST, GET and DELETE (spec
+//! `basic/transports.mdx`, "Streamable HTTP").
+//!
+//! Handlers are thin: they check headers, find the session handle, send the actor one
+//! message and turn its answer into a response. Statuses are decided in [`error`].
+
+pub(crate) mod error;
+pub(crate) mod headers;
+pub(crate) mod post;
+pub(crate) mod reply;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, get};
+
+use crate::server::Shared;
+use crate::session::SessionError;
+use error::HttpError;
+
+const ALLOW: &str = "GET, POST, DELETE";
+
+/// The router serving the MCP endpoint at the configured path.
+pub(crate) fn router(shared: Arc<Shared>) -> Router {
+    let endpoint: MethodRouter<Arc<Shared>> = get(open_stream)
+        .post(post::post)
+        .delete(delete_session)
+        .fallback(|| async { HttpError::method_not_allowed(ALLOW).into_response() });
+    let path = shared.config.server.path.clone();
+    Router::new().route(&path, endpoint).with_state(shared)
+}
+
+/// GET: the standalone SSE stream, or the resumption of any stream with `Last-Event-ID`
+/// (spec "Listening for Messages from the Server", "Resumability and Redelivery").
+async fn open_stream(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap) -> Response {
+    let run = async {
+        let config = &shared.config.http;
+        headers::check_host_and_origin(&headers, &uri, config)?;
+        headers::check_get_accept(&headers)?;
+        headers::protocol_version(&headers)?;
+        let id = headers::require_session_id(&headers)?;
+        let handle = shared.registry.get(id).ok_or(SessionError::NotFound)?;
+        let attachment = handle.open_stream(headers::last_event_id(&headers)).await?;
+        Ok::<_, HttpError>(reply::sse_response(attachment, config))
+    };
+    run.await.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// DELETE: ends the session. Later requests with its id get 404.
+async fn delete_session(
+    State(shared): State<Arc<Shared>>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
+    let run = async {
+        headers::check_host_and_origin(&headers, &uri, &shared.config.http)?;
+        headers::protocol_version(&headers)?;
+        let id = headers::require_session_id(&headers)?;
+        let handle = shared.registry.get(id).ok_or(SessionError::NotFound)?;
+        handle.delete().await?;
+        Ok::<_, HttpError>(StatusCode::OK.into_response())
+    };
+    run.await.unwrap_or_else(IntoResponse::into_response)
+}

@@ -1,0 +1,176 @@
+//! POST on the MCP endpoint: `initialize` starts a session; every other message goes to its
+//! session's actor (spec `basic/transports.mdx`, "Sending Messages to the Server").
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::http::error::HttpError;
+use crate::http::{headers, reply};
+use crate::jsonrpc::{self, Message, Request, RpcError, codes};
+use crate::protocol::{ClientInfo, ProtocolVersion};
+use crate::server::Shared;
+use crate::session::{self, actor::PostOutcome};
+
+pub(crate) async fn post(
+    State(shared): State<Arc<Shared>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    match handle_post(&shared, &uri, &headers, body).await {
+        Ok(response) => response,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn handle_post(
+    shared: &Arc<Shared>,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response, HttpError> {
+    let config = &shared.config.http;
+    headers::check_host_and_origin(headers, uri, config)?;
+    headers::check_post_accept(headers)?;
+    headers::check_content_type(headers)?;
+    headers::protocol_version(headers)?;
+    let bytes = read_body(headers, body, config.max_body_bytes).await?;
+    let decoded = jsonrpc::decode_body(&bytes).map_err(HttpError::bad_request)?;
+    let is_batch = matches!(decoded, jsonrpc::Body::Batch(_));
+    let session_id = headers::session_id(headers);
+
+    let initialize = decoded
+        .messages()
+        .iter()
+        .any(|m| matches!(m, Message::Request(r) if r.method == "initialize"));
+    if initialize {
+        if is_batch {
+            return Err(HttpError::bad_request(RpcError::invalid_request(
+                "initialize must not be part of a JSON-RPC batch",
+            )));
+        }
+        if let Some(id) = session_id {
+            shared
+                .registry
+                .get(id)
+                .ok_or(session::SessionError::NotFound)?;
+            return Err(HttpError::bad_request(RpcError::invalid_request(
+                "Invalid Request: this session is already initialized; send initialize without Mcp-Session-Id to start a new session",
+            )));
+        }
+        let Some(Message::Request(request)) = decoded.into_messages().into_iter().next() else {
+            return Err(HttpError::bad_request(RpcError::invalid_request(
+                "initialize must be a request",
+            )));
+        };
+        return initialize_session(shared, request);
+    }
+
+    let id = headers::require_session_id(headers)?;
+    let handle = shared
+        .registry
+        .get(id)
+        .ok_or(session::SessionError::NotFound)?;
+    if is_batch && !handle.version.allows_batches() {
+        return Err(HttpError::bad_request(RpcError::invalid_request(format!(
+            "JSON-RPC batches are only accepted in 2025-03-26 sessions; this session speaks {}: send one message per POST",
+            handle.version
+        ))));
+    }
+    match handle.post(decoded.into_messages()).await? {
+        PostOutcome::Accepted => Ok(StatusCode::ACCEPTED.into_response()),
+        PostOutcome::Stream(attachment) => {
+            Ok(reply::respond_to_post(attachment, config, is_batch).await)
+        }
+    }
+}
+
+/// Reads the body up to the configured limit; larger bodies get 413 without being read
+/// whole when Content-Length announces them.
+async fn read_body(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+) -> Result<bytes::Bytes, HttpError> {
+    let too_large = || {
+        tracing::warn!(limit, "request body over http.max_body_bytes refused");
+        HttpError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            codes::SERVER_ERROR,
+            format!("Payload Too Large: the body exceeds {limit} bytes (http.max_body_bytes)"),
+        )
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(too_large());
+    }
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        let inner = e.into_inner();
+        if inner
+            .downcast_ref::<http_body_util::LengthLimitError>()
+            .is_some()
+        {
+            too_large()
+        } else {
+            HttpError::bad_request(RpcError::parse_error(format!(
+                "could not read the request body: {inner}"
+            )))
+        }
+    })
+}
+
+/// Answers `initialize` and starts the session (spec `basic/lifecycle.mdx`).
+fn initialize_session(shared: &Arc<Shared>, request: Request) -> Result<Response, HttpError> {
+    let params = jsonrpc::params_object(request.params.as_ref()).map_err(HttpError::bad_request)?;
+    let requested = params
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            HttpError::bad_request(RpcError::invalid_params(
+                "initialize needs a string `protocolVersion`",
+            ))
+        })?;
+    // A supported revision is answered as asked; any other gets our latest, and the client
+    // decides whether it can speak it.
+    let version = ProtocolVersion::parse(requested).unwrap_or(ProtocolVersion::LATEST);
+    let client = ClientInfo {
+        implementation: params.get("clientInfo").cloned().unwrap_or(Value::Null),
+        capabilities: params
+            .get("capabilities")
+            .cloned()
+            .unwrap_or_else(|| json!({})),
+        protocol_version: Some(version),
+    };
+    let client_name = client
+        .implementation
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("?")
+        .to_string();
+    let handle = session::start(shared, version, client)?;
+    tracing::info!(session = %handle.id, client = %client_name, requested, %version, "initialize");
+    let mut result = shared.initialize_result.clone();
+    result["protocolVersion"] = json!(version.as_str());
+    let body = jsonrpc::encode_response(Some(&request.id), &Ok(result));
+    let mut response = (
+        StatusCode::OK,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response();
+    if let Ok(value) = HeaderValue::from_str(&handle.id) {
+        response.headers_mut().insert(headers::SESSION_ID, value);
+    }
+    Ok(response)
+}

@@ -1,0 +1,361 @@
+//! The JSON-RPC 2.0 envelope: ids, requests, notifications, responses and errors.
+//!
+//! MCP messages are JSON-RPC 2.0 messages (spec `basic/index.mdx`). This module turns a POST
+//! body into typed [`Message`]s and serializes replies. It knows nothing about MCP methods.
+//! Parameters and results stay `serde_json::Value` here because their shape belongs to the
+//! method, which the feature layer decodes.
+
+use std::fmt;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Standard JSON-RPC error codes, plus the MCP ones the server emits.
+pub mod codes {
+    pub const PARSE_ERROR: i64 = -32700;
+    pub const INVALID_REQUEST: i64 = -32600;
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const INVALID_PARAMS: i64 = -32602;
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// Implementation-defined server error, used for transport-level refusals (limits,
+    /// Origin/Host, content negotiation), as the reference SDKs do.
+    pub const SERVER_ERROR: i64 = -32000;
+    /// The session named by `Mcp-Session-Id` does not exist (any more).
+    pub const SESSION_NOT_FOUND: i64 = -32001;
+    /// `resources/read` of a URI the server does not have (spec `server/resources.mdx`).
+    pub const RESOURCE_NOT_FOUND: i64 = -32002;
+}
+
+/// A JSON-RPC request id: a string or an integer, never null (spec `basic/index.mdx`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RequestId {
+    Number(i64),
+    String(Arc<str>),
+}
+
+impl RequestId {
+    /// Reads an id from a JSON value; `None` for null, floats and other shapes.
+    pub fn from_value(value: &Value) -> Option<Self> {
+        match value {
+            Value::Number(n) => n.as_i64().map(RequestId::Number),
+            Value::String(s) => Some(RequestId::String(Arc::from(s.as_str()))),
+            _ => None,
+        }
+    }
+
+    pub fn to_value(&self) -> Value {
+        match self {
+            RequestId::Number(n) => Value::from(*n),
+            RequestId::String(s) => Value::from(s.as_ref()),
+        }
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestId::Number(n) => write!(f, "{n}"),
+            RequestId::String(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// A JSON-RPC error object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[error("{message} (code {code})")]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        RpcError {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    pub fn parse_error(message: impl Into<String>) -> Self {
+        Self::new(codes::PARSE_ERROR, message)
+    }
+
+    pub fn invalid_request(message: impl Into<String>) -> Self {
+        Self::new(codes::INVALID_REQUEST, message)
+    }
+
+    pub fn method_not_found(method: &str) -> Self {
+        Self::new(
+            codes::METHOD_NOT_FOUND,
+            format!("method not found: {method}"),
+        )
+    }
+
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        Self::new(codes::INVALID_PARAMS, message)
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(codes::INTERNAL_ERROR, message)
+    }
+}
+
+/// A request from the peer: it carries an id and expects exactly one response.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub id: RequestId,
+    pub method: String,
+    pub params: Option<Value>,
+}
+
+/// A notification: no id, never answered.
+#[derive(Debug, Clone)]
+pub struct Notification {
+    pub method: String,
+    pub params: Option<Value>,
+}
+
+/// A response to a request this side sent.
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub id: RequestId,
+    pub outcome: Result<Value, RpcError>,
+}
+
+/// One decoded JSON-RPC message.
+#[derive(Debug, Clone)]
+pub enum Message {
+    Request(Request),
+    Notification(Notification),
+    Response(Response),
+}
+
+/// A decoded POST body: one message, or (2025-03-26 only) a batch.
+#[derive(Debug)]
+pub enum Body {
+    Single(Message),
+    Batch(Vec<Message>),
+}
+
+impl Body {
+    pub fn messages(&self) -> &[Message] {
+        match self {
+            Body::Single(m) => std::slice::from_ref(m),
+            Body::Batch(v) => v,
+        }
+    }
+
+    pub fn into_messages(self) -> Vec<Message> {
+        match self {
+            Body::Single(m) => vec![m],
+            Body::Batch(v) => v,
+        }
+    }
+}
+
+/// Decodes a POST body. Errors carry the JSON-RPC code to answer with: -32700 when the
+/// bytes are not JSON, -32600 when the JSON is not a JSON-RPC message.
+pub fn decode_body(bytes: &[u8]) -> Result<Body, RpcError> {
+    let value: Value = serde_json::from_slice(bytes)
+        .map_err(|e| RpcError::parse_error(format!("body is not valid JSON: {e}")))?;
+    match value {
+        Value::Array(items) => {
+            if items.is_empty() {
+                return Err(RpcError::invalid_request("empty JSON-RPC batch"));
+            }
+            let messages = items
+                .into_iter()
+                .map(decode_message)
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Body::Batch(messages))
+        }
+        other => decode_message(other).map(Body::Single),
+    }
+}
+
+fn decode_message(value: Value) -> Result<Message, RpcError> {
+    let Value::Object(mut obj) = value else {
+        return Err(RpcError::invalid_request(
+            "a JSON-RPC message must be a JSON object",
+        ));
+    };
+    match obj.get("jsonrpc") {
+        Some(Value::String(v)) if v == "2.0" => {}
+        _ => {
+            return Err(RpcError::invalid_request(
+                "missing or wrong \"jsonrpc\" member: it must be \"2.0\"",
+            ));
+        }
+    }
+    let id = match obj.remove("id") {
+        None => None,
+        Some(v) => Some(RequestId::from_value(&v).ok_or_else(|| {
+            RpcError::invalid_request("\"id\" must be a string or an integer, and not null")
+        })?),
+    };
+    let params = match obj.remove("params") {
+        None => None,
+        Some(p @ (Value::Object(_) | Value::Array(_))) => Some(p),
+        Some(_) => {
+            return Err(RpcError::invalid_request(
+                "\"params\" must be an object or an array",
+            ));
+        }
+    };
+    if let Some(method) = obj.remove("method") {
+        let Value::String(method) = method else {
+            return Err(RpcError::invalid_request("\"method\" must be a string"));
+        };
+        return Ok(match id {
+            Some(id) => Message::Request(Request { id, method, params }),
+            None => Message::Notification(Notification { method, params }),
+        });
+    }
+    let Some(id) = id else {
+        return Err(RpcError::invalid_request(
+            "message has neither \"method\" nor \"id\": not a request, notification or response",
+        ));
+    };
+    let outcome = match (obj.remove("result"), obj.remove("error")) {
+        (Some(result), None) => Ok(result),
+        (None, Some(error)) => Err(serde_json::from_value::<RpcError>(error)
+            .map_err(|e| RpcError::invalid_request(format!("malformed \"error\" object: {e}")))?),
+        _ => {
+            return Err(RpcError::invalid_request(
+                "a response must carry exactly one of \"result\" and \"error\"",
+            ));
+        }
+    };
+    Ok(Message::Response(Response { id, outcome }))
+}
+
+#[derive(Serialize)]
+struct WireResponse<'a> {
+    jsonrpc: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a RequestId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a RpcError>,
+}
+
+/// Serializes a response. `id` is `None` only for errors about a message whose id could not
+/// be read (allowed by the 2025-11-25 schema).
+pub fn encode_response(id: Option<&RequestId>, outcome: &Result<Value, RpcError>) -> Bytes {
+    let wire = match outcome {
+        Ok(result) => WireResponse {
+            jsonrpc: "2.0",
+            id,
+            result: Some(result),
+            error: None,
+        },
+        Err(error) => WireResponse {
+            jsonrpc: "2.0",
+            id,
+            result: None,
+            error: Some(error),
+        },
+    };
+    to_bytes(&wire)
+}
+
+#[derive(Serialize)]
+struct WireRequest<'a> {
+    jsonrpc: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a RequestId>,
+    method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a Value>,
+}
+
+/// Serializes a notification (no id).
+pub fn encode_notification(method: &str, params: Option<&Value>) -> Bytes {
+    to_bytes(&WireRequest {
+        jsonrpc: "2.0",
+        id: None,
+        method,
+        params,
+    })
+}
+
+/// Serializes a request this side sends to the peer.
+pub fn encode_request(id: &RequestId, method: &str, params: Option<&Value>) -> Bytes {
+    to_bytes(&WireRequest {
+        jsonrpc: "2.0",
+        id: Some(id),
+        method,
+        params,
+    })
+}
+
+fn to_bytes<T: Serialize>(value: &T) -> Bytes {
+    // Serializing these structs cannot fail: every map key is a string and every value is
+    // already a serde_json::Value or a plain string.
+    Bytes::from(serde_json::to_vec(value).unwrap_or_default())
+}
+
+/// Reads `params` as a JSON object, treating absent params as an empty object.
+pub fn params_object(params: Option<&Value>) -> Result<&Map<String, Value>, RpcError> {
+    static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+    match params {
+        None => Ok(EMPTY.get_or_init(Map::new)),
+        Some(Value::Object(map)) => Ok(map),
+        Some(_) => Err(RpcError::invalid_params("params must be a JSON object")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_request_notification_and_response() {
+        let body = decode_body(br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#).unwrap();
+        assert!(
+            matches!(body, Body::Single(Message::Request(ref r)) if r.id == RequestId::Number(7))
+        );
+        let body =
+            decode_body(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
+        assert!(matches!(body, Body::Single(Message::Notification(_))));
+        let body = decode_body(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#).unwrap();
+        assert!(matches!(body, Body::Single(Message::Response(_))));
+    }
+
+    #[test]
+    fn rejects_non_json_and_non_jsonrpc() {
+        assert_eq!(decode_body(b"{nope").unwrap_err().code, codes::PARSE_ERROR);
+        assert_eq!(decode_body(b"42").unwrap_err().code, codes::INVALID_REQUEST);
+        assert_eq!(
+            decode_body(br#"{"id":1,"method":"x"}"#).unwrap_err().code,
+            codes::INVALID_REQUEST
+        );
+        assert_eq!(
+            decode_body(br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#)
+                .unwrap_err()
+                .code,
+            codes::INVALID_REQUEST
+        );
+        assert_eq!(decode_body(b"[]").unwrap_err().code, codes::INVALID_REQUEST);
+    }
+
+    #[test]
+    fn string_and_integer_ids_keep_their_type() {
+        let n = encode_response(Some(&RequestId::Number(1)), &Ok(Value::Null));
+        assert_eq!(&n[..], br#"{"jsonrpc":"2.0","id":1,"result":null}"#);
+        let s = encode_response(Some(&RequestId::String("1".into())), &Ok(Value::Null));
+        assert_eq!(&s[..], br#"{"jsonrpc":"2.0","id":"1","result":null}"#);
+    }
+}

@@ -1,0 +1,299 @@
+//! MCP protocol revisions and the typed models the server exchanges with clients.
+//!
+//! This is the one place that lists the revisions the server speaks; everything else asks
+//! [`ProtocolVersion`]. Models follow the schema of `schema/<version>/schema.ts` with
+//! `camelCase` fields; open parts of the protocol (`_meta`, tool arguments) stay JSON values.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// A handshake-era protocol revision this server supports, oldest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ProtocolVersion {
+    V2025_03_26,
+    V2025_06_18,
+    V2025_11_25,
+}
+
+impl ProtocolVersion {
+    /// Every supported revision, newest first: the order used in error messages.
+    pub const SUPPORTED: [ProtocolVersion; 3] = [
+        ProtocolVersion::V2025_11_25,
+        ProtocolVersion::V2025_06_18,
+        ProtocolVersion::V2025_03_26,
+    ];
+
+    /// The revision answered when a client asks for one the server does not support
+    /// (spec `basic/lifecycle.mdx`, "Version Negotiation").
+    pub const LATEST: ProtocolVersion = ProtocolVersion::V2025_11_25;
+
+    /// The revision assumed when a request carries no `MCP-Protocol-Version` header and
+    /// nothing else tells (spec 2025-06-18 `basic/transports.mdx`).
+    pub const DEFAULT_WITHOUT_HEADER: ProtocolVersion = ProtocolVersion::V2025_03_26;
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "2025-03-26" => Some(Self::V2025_03_26),
+            "2025-06-18" => Some(Self::V2025_06_18),
+            "2025-11-25" => Some(Self::V2025_11_25),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::V2025_03_26 => "2025-03-26",
+            Self::V2025_06_18 => "2025-06-18",
+            Self::V2025_11_25 => "2025-11-25",
+        }
+    }
+
+    /// JSON-RPC batches exist only in 2025-03-26 (removed by the 2025-06-18 changelog).
+    pub fn allows_batches(self) -> bool {
+        self == Self::V2025_03_26
+    }
+
+    /// SSE priming events (id + empty data) are defined from 2025-11-25 on (SEP-1699); older
+    /// clients may choke on an empty data field.
+    pub fn sends_priming_event(self) -> bool {
+        self >= Self::V2025_11_25
+    }
+
+    /// The supported revisions as a comma-separated list, for error messages.
+    pub fn supported_list() -> String {
+        Self::SUPPORTED.map(Self::as_str).join(", ")
+    }
+}
+
+impl fmt::Display for ProtocolVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Log severities of `notifications/message`, in RFC 5424 order (least severe first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Notice,
+    Warning,
+    Error,
+    Critical,
+    Alert,
+    Emergency,
+}
+
+impl LogLevel {
+    pub const NAMES: &'static str =
+        "debug, info, notice, warning, error, critical, alert, emergency";
+}
+
+/// What the client told about itself in `initialize`; immutable for the session's life, so
+/// tool tasks may hold it without asking the actor.
+#[derive(Debug, Clone, Default)]
+pub struct ClientInfo {
+    /// The `clientInfo` implementation object (name, version, ...).
+    pub implementation: Value,
+    /// The client's declared capabilities.
+    pub capabilities: Value,
+    /// The negotiated protocol revision (for the stateless era, the request's revision).
+    pub protocol_version: Option<ProtocolVersion>,
+}
+
+impl ClientInfo {
+    fn capability(&self, name: &str) -> Option<&Value> {
+        self.capabilities.get(name).filter(|v| v.is_object())
+    }
+
+    /// Form-mode elicitation: declared as `elicitation: {}` (2025-06-18) or with `form`.
+    pub fn supports_elicitation_form(&self) -> bool {
+        match self.capability("elicitation") {
+            None => false,
+            Some(cap) => cap.get("form").is_some() || cap.get("url").is_none(),
+        }
+    }
+
+    pub fn supports_sampling(&self) -> bool {
+        self.capability("sampling").is_some()
+    }
+
+    pub fn supports_roots(&self) -> bool {
+        self.capability("roots").is_some()
+    }
+}
+
+/// One item of tool-result or prompt-message content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Content {
+    Text {
+        text: String,
+    },
+    Image {
+        data: String,
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+    },
+    Audio {
+        data: String,
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+    },
+    /// A link to a resource the client may read.
+    ResourceLink {
+        uri: String,
+        name: String,
+        #[serde(rename = "mimeType", skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+    },
+    /// A resource embedded in the content.
+    Resource {
+        resource: ResourceContents,
+    },
+}
+
+impl Content {
+    pub fn text(text: impl Into<String>) -> Self {
+        Content::Text { text: text.into() }
+    }
+}
+
+/// The contents of one resource: text or base64 binary (spec `server/resources.mdx`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceContents {
+    pub uri: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blob: Option<String>,
+}
+
+impl ResourceContents {
+    pub fn text(
+        uri: impl Into<String>,
+        mime_type: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Self {
+        ResourceContents {
+            uri: uri.into(),
+            mime_type: Some(mime_type.into()),
+            text: Some(text.into()),
+            blob: None,
+        }
+    }
+
+    /// `blob_base64` must already be base64-encoded.
+    pub fn blob(
+        uri: impl Into<String>,
+        mime_type: impl Into<String>,
+        blob_base64: impl Into<String>,
+    ) -> Self {
+        ResourceContents {
+            uri: uri.into(),
+            mime_type: Some(mime_type.into()),
+            text: None,
+            blob: Some(blob_base64.into()),
+        }
+    }
+}
+
+/// The result of `tools/call`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolResult {
+    pub content: Vec<Content>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+}
+
+impl CallToolResult {
+    /// A successful result with one text item.
+    pub fn text(text: impl Into<String>) -> Self {
+        CallToolResult {
+            content: vec![Content::text(text)],
+            ..Default::default()
+        }
+    }
+
+    /// A successful result with the given content.
+    pub fn content(content: Vec<Content>) -> Self {
+        CallToolResult {
+            content,
+            ..Default::default()
+        }
+    }
+
+    /// A tool execution error: the model sees it, the protocol call succeeds
+    /// (spec `server/tools.mdx`, "Error Handling").
+    pub fn error(text: impl Into<String>) -> Self {
+        CallToolResult {
+            content: vec![Content::text(text)],
+            is_error: Some(true),
+            ..Default::default()
+        }
+    }
+}
+
+/// A declared prompt argument.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptArgument {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub required: bool,
+}
+
+/// Who speaks a prompt message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+/// One message of a rendered prompt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PromptMessage {
+    pub role: Role,
+    pub content: Content,
+}
+
+/// The result of `prompts/get`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GetPromptResult {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub messages: Vec<PromptMessage>,
+}
+
+/// What the user did with an elicitation (spec `client/elicitation.mdx`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ElicitAction {
+    Accept,
+    Decline,
+    Cancel,
+}
+
+/// The client's answer to `elicitation/create`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ElicitResult {
+    pub action: ElicitAction,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Map<String, Value>>,
+}
+
+/// Arguments of a prompt or resource template, by name.
+pub type Arguments = HashMap<String, String>;

@@ -1,0 +1,256 @@
+//! [`Server`] and [`ServerBuilder`]: the library's entry point.
+//!
+//! The builder collects tools, resources and prompts; `build` freezes them into an
+//! immutable [`Features`] shared by every request. `serve` runs the HTTP endpoint on a
+//! listener until a shutdown signal, then ends every session so open SSE streams close.
+
+use std::future::Future;
+use std::io;
+use std::sync::Arc;
+
+use axum::serve::ListenerExt;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+
+use crate::config::Config;
+use crate::context::RequestContext;
+use crate::features::Features;
+use crate::features::prompts::Prompt;
+use crate::features::resources::{Resource, ResourceTemplate};
+use crate::features::tools::{Tool, ToolError};
+use crate::protocol::CallToolResult;
+use crate::session::actor::ServerEvent;
+use crate::session::registry::SessionRegistry;
+
+/// State shared by every HTTP handler and session actor. Read-only apart from the
+/// registry, which is concurrent by construction.
+pub(crate) struct Shared {
+    pub config: Config,
+    pub features: Arc<Features>,
+    pub registry: SessionRegistry,
+    /// The initialize result without `protocolVersion`, built once.
+    pub initialize_result: Value,
+}
+
+/// A configured MCP server, ready to serve.
+#[derive(Clone)]
+pub struct Server {
+    shared: Arc<Shared>,
+}
+
+/// Collects what a [`Server`] exposes.
+#[must_use]
+pub struct ServerBuilder {
+    config: Config,
+    tools: Vec<Tool>,
+    resources: Vec<Resource>,
+    templates: Vec<ResourceTemplate>,
+    prompts: Vec<Prompt>,
+    errors: Vec<String>,
+}
+
+/// Why [`ServerBuilder::build`] failed.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid server definition: {}", .0.join("; "))]
+pub struct BuildError(pub Vec<String>);
+
+impl Server {
+    pub fn builder() -> ServerBuilder {
+        ServerBuilder {
+            config: Config::default(),
+            tools: Vec::new(),
+            resources: Vec::new(),
+            templates: Vec::new(),
+            prompts: Vec::new(),
+            errors: Vec::new(),
+        }
+    }
+
+    /// The axum router of the MCP endpoint, to mount in a larger application.
+    pub fn router(&self) -> axum::Router {
+        crate::http::router(Arc::clone(&self.shared))
+    }
+
+    /// Serves on `listener` until Ctrl-C or SIGTERM.
+    pub async fn serve(self, listener: TcpListener) -> io::Result<()> {
+        self.serve_with_shutdown(listener, shutdown_signal()).await
+    }
+
+    /// Serves on `listener` until `shutdown` completes, then ends every session.
+    pub async fn serve_with_shutdown(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> io::Result<()> {
+        // Replies are often written in a few small pieces (SSE events); without
+        // TCP_NODELAY each would wait for the client's delayed ACK.
+        let listener = listener.tap_io(|tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::warn!(error = %e, "could not set TCP_NODELAY");
+            }
+        });
+        let shared = Arc::clone(&self.shared);
+        let signal = async move {
+            shutdown.await;
+            tracing::info!(
+                sessions = shared.registry.len(),
+                "shutting down: ending every session"
+            );
+            shared.registry.shutdown_all();
+        };
+        axum::serve(listener, self.router())
+            .with_graceful_shutdown(signal)
+            .await
+    }
+
+    /// Live sessions.
+    pub fn session_count(&self) -> usize {
+        self.shared.registry.len()
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.shared.config
+    }
+
+    /// Tells every session about a change: list changes go to each GET stream, resource
+    /// updates to the sessions subscribed to that URI.
+    pub fn notify(&self, event: ServerEvent) {
+        self.shared.registry.broadcast(&Arc::new(event));
+    }
+}
+
+impl ServerBuilder {
+    /// Uses `config` for identity, limits and transport settings. Its `[[tools]]` entries
+    /// are not read here; see [`crate::providers::builtin::register`].
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Registers a tool whose arguments deserialize into `A`; its input schema is derived
+    /// from `A` with schemars.
+    pub fn tool<A, F, Fut>(mut self, name: &str, description: &str, handler: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(RequestContext, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
+    {
+        match Tool::typed(name, description, handler) {
+            Ok(tool) => self.tools.push(tool),
+            Err(e) => self.errors.push(e.to_string()),
+        }
+        self
+    }
+
+    /// Registers a prepared [`Tool`] (raw JSON schema, extra descriptor fields).
+    pub fn add_tool(mut self, tool: Tool) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    pub fn resource(mut self, resource: Resource) -> Self {
+        self.resources.push(resource);
+        self
+    }
+
+    pub fn resource_template(mut self, template: ResourceTemplate) -> Self {
+        self.templates.push(template);
+        self
+    }
+
+    pub fn prompt(mut self, prompt: Prompt) -> Self {
+        self.prompts.push(prompt);
+        self
+    }
+
+    /// Records a definition error to report from [`build`](Self::build).
+    pub fn error(mut self, message: impl Into<String>) -> Self {
+        self.errors.push(message.into());
+        self
+    }
+
+    pub fn build(self) -> Result<Server, BuildError> {
+        let mut errors = self.errors;
+        let mut features = Features::new(self.config.pagination.page_size);
+        for tool in self.tools {
+            if let Err(e) = features.add_tool(tool) {
+                errors.push(e.to_string());
+            }
+        }
+        for resource in self.resources {
+            if let Err(e) = features.add_resource(resource) {
+                errors.push(e.to_string());
+            }
+        }
+        for template in self.templates {
+            features.add_template(template);
+        }
+        for prompt in self.prompts {
+            if let Err(e) = features.add_prompt(prompt) {
+                errors.push(e.to_string());
+            }
+        }
+        if !errors.is_empty() {
+            return Err(BuildError(errors));
+        }
+        let initialize_result = initialize_result(&self.config);
+        let registry = SessionRegistry::new(self.config.sessions.max_sessions);
+        let shared = Shared {
+            config: self.config,
+            features: Arc::new(features),
+            registry,
+            initialize_result,
+        };
+        Ok(Server {
+            shared: Arc::new(shared),
+        })
+    }
+}
+
+fn initialize_result(config: &Config) -> Value {
+    let s = &config.server;
+    let mut server_info = json!({ "name": s.name, "version": s.version });
+    if let Some(title) = &s.title {
+        server_info["title"] = json!(title);
+    }
+    if let Some(description) = &s.description {
+        server_info["description"] = json!(description);
+    }
+    let mut result = json!({
+        "capabilities": {
+            "tools": { "listChanged": true },
+            "resources": { "subscribe": true, "listChanged": true },
+            "prompts": { "listChanged": true },
+            "logging": {},
+            "completions": {},
+        },
+        "serverInfo": server_info,
+    });
+    if let Some(instructions) = &s.instructions {
+        result["instructions"] = json!(instructions);
+    }
+    result
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = terminate => {}
+    }
+}

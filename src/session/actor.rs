@@ -1,0 +1,756 @@
+//! The session actor: the single owner of one session's state.
+//!
+//! It holds the lifecycle flag, the client's capabilities, the log level, the requests in
+//! flight (to cancel them), the server→client requests awaiting answers (with deadlines),
+//! the resource subscriptions and the SSE streams with their replay logs. Messages arrive
+//! over one mpsc mailbox and are handled one at a time, so no state is shared and no lock
+//! exists. The actor never awaits anything slow: feature work runs in spawned tasks that
+//! report back with [`SessionMsg::Finished`], so a tool waiting on the client (elicitation,
+//! sampling) never stops the actor from taking the client's answer.
+//!
+//! The actor ends on DELETE, idle expiry or server shutdown. On the way out it aborts every
+//! task in flight, fails every pending client request, closes every stream and removes its
+//! own registry entry.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::FutureExt;
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::AbortHandle;
+use tokio::time::{Instant, Sleep};
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn};
+
+use crate::config::ResponseMode;
+use crate::context::{ClientLink, ClientRequestError, RequestContext};
+use crate::dispatch::dispatch;
+use crate::jsonrpc::{
+    self, Message, Notification, Request, RequestId, Response, RpcError, params_object,
+};
+use crate::protocol::{ClientInfo, LogLevel, ProtocolVersion};
+use crate::server::Shared;
+use crate::session::SessionError;
+use crate::session::handle::SessionLink;
+use crate::session::pending::{Answer, PendingClientRequest, PendingClientRequests};
+use crate::session::streams::{
+    Attachment, GET_STREAM, ReplayError, Stream, StreamId, parse_event_id,
+};
+
+/// Server-wide events delivered to every session.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerEvent {
+    ToolsListChanged,
+    ResourcesListChanged,
+    PromptsListChanged,
+    ResourceUpdated { uri: String },
+}
+
+/// The actor's mailbox messages.
+pub(crate) enum SessionMsg {
+    /// The messages of one POST body.
+    Post {
+        messages: Vec<Message>,
+        respond_to: oneshot::Sender<Result<PostOutcome, SessionError>>,
+    },
+    /// A GET: the standalone stream, or the resumption of the stream `last_event_id` names.
+    OpenStream {
+        last_event_id: Option<String>,
+        respond_to: oneshot::Sender<Result<Attachment, SessionError>>,
+    },
+    Delete {
+        respond_to: oneshot::Sender<()>,
+    },
+    /// From a handler: a notification related to the client request `origin`.
+    Notify {
+        origin: RequestId,
+        method: &'static str,
+        params: Value,
+        level: Option<LogLevel>,
+    },
+    /// From a handler: a server→client request.
+    ClientRequest {
+        origin: RequestId,
+        method: &'static str,
+        params: Value,
+        respond_to: oneshot::Sender<Answer>,
+    },
+    /// From a handler: close `origin`'s SSE connection, keeping the stream.
+    CloseStream {
+        origin: RequestId,
+    },
+    /// From a handler task: the encoded response to client request `id`.
+    Finished {
+        id: RequestId,
+        response: Bytes,
+    },
+    Broadcast(Arc<ServerEvent>),
+    Shutdown,
+}
+
+/// What a POST gets back.
+#[derive(Debug)]
+pub(crate) enum PostOutcome {
+    /// Only notifications and responses: 202.
+    Accepted,
+    /// Requests: read their responses (and related messages) from this stream.
+    Stream(Attachment),
+}
+
+struct InFlight {
+    stream: StreamId,
+    abort: AbortHandle,
+    cancel: CancellationToken,
+}
+
+enum Flow {
+    Continue,
+    Stop(&'static str),
+}
+
+pub(crate) struct SessionActor {
+    id: Arc<str>,
+    version: ProtocolVersion,
+    client: Arc<ClientInfo>,
+    shared: Arc<Shared>,
+    rx: mpsc::Receiver<SessionMsg>,
+    link: Arc<dyn ClientLink>,
+    /// A sender to this actor's own mailbox, for the handler tasks it spawns.
+    link_tx: mpsc::Sender<SessionMsg>,
+    initialized: bool,
+    log_level: Option<LogLevel>,
+    in_flight: HashMap<RequestId, InFlight>,
+    streams: HashMap<StreamId, Stream>,
+    next_stream: StreamId,
+    finished_streams: VecDeque<StreamId>,
+    pending: PendingClientRequests,
+    subscriptions: HashSet<String>,
+    last_activity: Instant,
+    idle_deadline: Instant,
+}
+
+impl SessionActor {
+    pub fn new(
+        id: Arc<str>,
+        version: ProtocolVersion,
+        client: Arc<ClientInfo>,
+        shared: Arc<Shared>,
+        rx: mpsc::Receiver<SessionMsg>,
+        tx: mpsc::Sender<SessionMsg>,
+    ) -> Self {
+        let now = Instant::now();
+        let idle_deadline = now + shared.config.sessions.idle_ttl;
+        SessionActor {
+            id,
+            version,
+            client,
+            shared,
+            rx,
+            link: Arc::new(SessionLink { tx: tx.clone() }),
+            link_tx: tx,
+            initialized: false,
+            log_level: None,
+            in_flight: HashMap::new(),
+            streams: HashMap::new(),
+            next_stream: GET_STREAM + 1,
+            finished_streams: VecDeque::new(),
+            pending: PendingClientRequests::default(),
+            subscriptions: HashSet::new(),
+            last_activity: now,
+            idle_deadline,
+        }
+    }
+
+    pub async fn run(mut self) {
+        info!(session = %self.id, version = %self.version, "session started");
+        let mut timer: Pin<Box<Sleep>> = Box::pin(tokio::time::sleep_until(self.idle_deadline));
+        let mut armed = self.idle_deadline;
+        let reason = loop {
+            tokio::select! {
+                msg = self.rx.recv() => {
+                    // The actor keeps a sender for its handlers, so `None` cannot happen
+                    // while it runs; treat it as a stop all the same.
+                    let Some(msg) = msg else { break "mailbox closed" };
+                    if let Flow::Stop(reason) = self.handle(msg) {
+                        break reason;
+                    }
+                }
+                () = &mut timer => {
+                    if let Flow::Stop(reason) = self.on_timer() {
+                        break reason;
+                    }
+                }
+            }
+            let wanted = self
+                .pending
+                .earliest_deadline()
+                .map_or(self.idle_deadline, |d| d.min(self.idle_deadline));
+            if wanted != armed || timer.is_elapsed() {
+                timer.as_mut().reset(wanted);
+                armed = wanted;
+            }
+        };
+        self.end(reason);
+    }
+
+    fn handle(&mut self, msg: SessionMsg) -> Flow {
+        match msg {
+            SessionMsg::Post {
+                messages,
+                respond_to,
+            } => {
+                self.last_activity = Instant::now();
+                let outcome = self.on_post(messages);
+                let _ = respond_to.send(outcome);
+            }
+            SessionMsg::OpenStream {
+                last_event_id,
+                respond_to,
+            } => {
+                self.last_activity = Instant::now();
+                let _ = respond_to.send(self.on_open_stream(last_event_id));
+            }
+            SessionMsg::Delete { respond_to } => {
+                let _ = respond_to.send(());
+                return Flow::Stop("deleted by the client");
+            }
+            SessionMsg::Notify {
+                origin,
+                method,
+                params,
+                level,
+            } => self.on_notify(&origin, method, params, level),
+            SessionMsg::ClientRequest {
+                origin,
+                method,
+                params,
+                respond_to,
+            } => self.on_client_request(origin, method, params, respond_to),
+            SessionMsg::CloseStream { origin } => {
+                if let Some(stream) = self
+                    .in_flight
+                    .get(&origin)
+                    .and_then(|f| self.streams.get_mut(&f.stream))
+                {
+                    stream.detach();
+                }
+            }
+            SessionMsg::Finished { id, response } => {
+                if let Some(flight) = self.in_flight.remove(&id) {
+                    self.cancel_client_requests_of(&id, "the request that asked finished");
+                    self.deliver_response(flight.stream, response);
+                }
+            }
+            SessionMsg::Broadcast(event) => self.on_server_event(&event),
+            SessionMsg::Shutdown => return Flow::Stop("server shutting down"),
+        }
+        Flow::Continue
+    }
+
+    // ----- client → server -----
+
+    fn on_post(&mut self, messages: Vec<Message>) -> Result<PostOutcome, SessionError> {
+        let mut requests = Vec::new();
+        for message in messages {
+            match message {
+                Message::Request(r) => requests.push(r),
+                Message::Notification(n) => self.on_client_notification(n),
+                Message::Response(r) => self.on_client_response(r),
+            }
+        }
+        if requests.is_empty() {
+            return Ok(PostOutcome::Accepted);
+        }
+        let limit = self.shared.config.sessions.max_in_flight;
+        if self.in_flight.len() + requests.len() > limit {
+            warn!(session = %self.id, limit, "request refused: too many requests in flight");
+            return Err(SessionError::TooManyInFlight { limit });
+        }
+        let stream_id = self.next_stream;
+        self.next_stream += 1;
+        let mode = self.shared.config.http.response_mode;
+        let mut stream = Stream::new(requests.len() as u32, mode == ResponseMode::Sse);
+        // Room for every immediate answer of a batch, so none can overflow the new channel.
+        let buffer = self
+            .shared
+            .config
+            .http
+            .sse_connection_buffer
+            .max(requests.len() + 8);
+        let live = stream.attach(buffer);
+        let priming_id = self
+            .version
+            .sends_priming_event()
+            .then(|| stream.position_id(stream_id));
+        self.streams.insert(stream_id, stream);
+        for request in requests {
+            self.on_client_request_received(stream_id, request);
+        }
+        Ok(PostOutcome::Stream(Attachment {
+            stream: stream_id,
+            priming_id,
+            backlog: Vec::new(),
+            live: Some(live),
+        }))
+    }
+
+    fn on_client_request_received(&mut self, stream: StreamId, request: Request) {
+        let Request { id, method, params } = request;
+        debug!(session = %self.id, %method, request_id = %id, "request");
+        if self.in_flight.contains_key(&id) {
+            let error = RpcError::invalid_request(format!(
+                "request id {id} is already in use by a request in flight"
+            ));
+            return self.answer(stream, &id, Err(error));
+        }
+        let immediate = match method.as_str() {
+            "initialize" => Some(Err(RpcError::invalid_request(
+                "this session is already initialized; send initialize without Mcp-Session-Id to start a new one",
+            ))),
+            "ping" => Some(Ok(json!({}))),
+            "logging/setLevel" => Some(self.set_log_level(params.as_ref())),
+            "resources/subscribe" => Some(self.subscribe(params.as_ref(), true)),
+            "resources/unsubscribe" => Some(self.subscribe(params.as_ref(), false)),
+            _ => None,
+        };
+        match immediate {
+            Some(outcome) => self.answer(stream, &id, outcome),
+            None => self.spawn_handler(stream, id, method, params),
+        }
+    }
+
+    fn spawn_handler(
+        &mut self,
+        stream: StreamId,
+        id: RequestId,
+        method: String,
+        params: Option<Value>,
+    ) {
+        let cancel = CancellationToken::new();
+        let progress_token = params
+            .as_ref()
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get("progressToken"))
+            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+            .cloned();
+        let ctx = RequestContext::new(
+            id.clone(),
+            Some(Arc::clone(&self.id)),
+            progress_token,
+            Arc::clone(&self.client),
+            cancel.clone(),
+            Arc::clone(&self.link),
+        );
+        let features = Arc::clone(&self.shared.features);
+        let tx = self.link_tx.clone();
+        let task_id = id.clone();
+        let session = Arc::clone(&self.id);
+        let task = tokio::spawn(async move {
+            let work = dispatch(&features, ctx, &method, params.as_ref());
+            let outcome = AssertUnwindSafe(work)
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|_| {
+                    warn!(%session, %method, request_id = %task_id, "handler panicked");
+                    Err(RpcError::internal(format!(
+                        "the handler of {method} failed unexpectedly"
+                    )))
+                });
+            let response = jsonrpc::encode_response(Some(&task_id), &outcome);
+            let _ = tx
+                .send(SessionMsg::Finished {
+                    id: task_id,
+                    response,
+                })
+                .await;
+        });
+        self.in_flight.insert(
+            id,
+            InFlight {
+                stream,
+                abort: task.abort_handle(),
+                cancel,
+            },
+        );
+    }
+
+    fn on_client_notification(&mut self, n: Notification) {
+        match n.method.as_str() {
+            "notifications/initialized" => {
+                if !self.initialized {
+                    self.initialized = true;
+                    debug!(session = %self.id, "client initialized");
+                    for (_, stream, bytes) in self.pending.take_unsent() {
+                        let stream = self.related_stream(stream);
+                        self.emit(stream, bytes, false);
+                    }
+                }
+            }
+            "notifications/cancelled" => {
+                let id = n
+                    .params
+                    .as_ref()
+                    .and_then(|p| p.get("requestId"))
+                    .and_then(RequestId::from_value);
+                let reason = n
+                    .params
+                    .as_ref()
+                    .and_then(|p| p.get("reason"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                match id {
+                    Some(id) => self.cancel_in_flight(&id, reason),
+                    None => {
+                        debug!(session = %self.id, "notifications/cancelled without a usable requestId ignored")
+                    }
+                }
+            }
+            "notifications/progress" => {
+                let config = &self.shared.config.client_requests;
+                if config.reset_timeout_on_progress {
+                    let token = n
+                        .params
+                        .as_ref()
+                        .and_then(|p| p.get("progressToken"))
+                        .and_then(RequestId::from_value);
+                    if let Some(token) = token {
+                        self.pending.extend(&token, config.timeout);
+                    }
+                }
+            }
+            other => debug!(session = %self.id, method = other, "client notification"),
+        }
+    }
+
+    fn on_client_response(&mut self, response: Response) {
+        let Some(entry) = self.pending.remove(&response.id) else {
+            warn!(session = %self.id, request_id = %response.id, "response to an unknown or finished server request ignored");
+            return;
+        };
+        let answer = response.outcome.map_err(ClientRequestError::Rejected);
+        let _ = entry.respond_to.send(answer);
+    }
+
+    fn cancel_in_flight(&mut self, id: &RequestId, reason: &str) {
+        let Some(flight) = self.in_flight.remove(id) else {
+            debug!(session = %self.id, request_id = %id, "cancellation of a request not in flight ignored");
+            return;
+        };
+        info!(session = %self.id, request_id = %id, reason, "request cancelled by the client");
+        flight.cancel.cancel();
+        flight.abort.abort();
+        self.cancel_client_requests_of(id, "the request that asked was cancelled");
+        // No response is sent for a cancelled request (spec `cancellation.mdx`).
+        self.settle(flight.stream);
+    }
+
+    fn set_log_level(&mut self, params: Option<&Value>) -> Result<Value, RpcError> {
+        let params = params_object(params)?;
+        let level = params
+            .get("level")
+            .cloned()
+            .and_then(|l| serde_json::from_value::<LogLevel>(l).ok())
+            .ok_or_else(|| {
+                RpcError::invalid_params(format!("`level` must be one of: {}", LogLevel::NAMES))
+            })?;
+        self.log_level = Some(level);
+        Ok(json!({}))
+    }
+
+    fn subscribe(&mut self, params: Option<&Value>, on: bool) -> Result<Value, RpcError> {
+        let params = params_object(params)?;
+        let uri = crate::features::required_str(params, "uri")?;
+        if on {
+            if !self.shared.features.knows_resource(uri) {
+                return Err(RpcError::from(
+                    crate::features::resources::ResourceError::NotFound(uri.into()),
+                ));
+            }
+            self.subscriptions.insert(uri.to_string());
+        } else {
+            self.subscriptions.remove(uri);
+        }
+        Ok(json!({}))
+    }
+
+    // ----- server → client -----
+
+    fn on_notify(
+        &mut self,
+        origin: &RequestId,
+        method: &'static str,
+        params: Value,
+        level: Option<LogLevel>,
+    ) {
+        if let (Some(level), Some(min)) = (level, self.log_level) {
+            if level < min {
+                return;
+            }
+        }
+        let stream = match self.in_flight.get(origin) {
+            Some(flight) => self.related_stream(flight.stream),
+            // Progress must only reference requests in flight (spec `progress.mdx`).
+            None if method == "notifications/progress" => return,
+            None => GET_STREAM,
+        };
+        self.emit(
+            stream,
+            jsonrpc::encode_notification(method, Some(&params)),
+            false,
+        );
+    }
+
+    fn on_client_request(
+        &mut self,
+        origin: RequestId,
+        method: &'static str,
+        mut params: Value,
+        respond_to: oneshot::Sender<Answer>,
+    ) {
+        let config = &self.shared.config.client_requests;
+        if self.pending.len() >= config.max_pending {
+            warn!(session = %self.id, limit = config.max_pending, "server→client request refused: too many pending");
+            let _ = respond_to.send(Err(ClientRequestError::TooManyPending(config.max_pending)));
+            return;
+        }
+        let Some(flight_stream) = self.in_flight.get(&origin).map(|f| f.stream) else {
+            let _ = respond_to.send(Err(ClientRequestError::SessionClosed));
+            return;
+        };
+        let id = self.pending.next_id();
+        if config.reset_timeout_on_progress {
+            if let Some(obj) = params.as_object_mut() {
+                let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+                if let Some(meta) = meta.as_object_mut() {
+                    meta.insert("progressToken".into(), id.to_value());
+                }
+            }
+        }
+        let bytes = jsonrpc::encode_request(&id, method, Some(&params));
+        let stream = self.related_stream(flight_stream);
+        let now = Instant::now();
+        let entry = PendingClientRequest {
+            respond_to,
+            origin,
+            stream,
+            unsent: (!self.initialized).then(|| bytes.clone()),
+            deadline: now + config.timeout,
+            hard_deadline: now + config.max_timeout,
+        };
+        debug!(session = %self.id, %method, request_id = %id, held = !self.initialized, "server→client request");
+        self.pending.insert(id, entry);
+        if self.initialized {
+            self.emit(stream, bytes, false);
+        }
+    }
+
+    /// Cancels the server→client requests a finished or cancelled request left behind.
+    fn cancel_client_requests_of(&mut self, origin: &RequestId, reason: &str) {
+        for (id, entry) in self.pending.take_from_origin(origin) {
+            let _ = entry
+                .respond_to
+                .send(Err(ClientRequestError::SessionClosed));
+            if entry.unsent.is_none() {
+                self.send_cancelled(entry.stream, &id, reason);
+            }
+        }
+    }
+
+    fn send_cancelled(&mut self, stream: StreamId, id: &RequestId, reason: &str) {
+        let params = json!({ "requestId": id, "reason": reason });
+        let stream = self.related_stream(stream);
+        self.emit(
+            stream,
+            jsonrpc::encode_notification("notifications/cancelled", Some(&params)),
+            false,
+        );
+    }
+
+    fn on_server_event(&mut self, event: &ServerEvent) {
+        let method = match event {
+            ServerEvent::ToolsListChanged => "notifications/tools/list_changed",
+            ServerEvent::ResourcesListChanged => "notifications/resources/list_changed",
+            ServerEvent::PromptsListChanged => "notifications/prompts/list_changed",
+            ServerEvent::ResourceUpdated { uri } => {
+                if !self.subscriptions.contains(uri) {
+                    return;
+                }
+                let params = json!({ "uri": uri });
+                self.emit(
+                    GET_STREAM,
+                    jsonrpc::encode_notification("notifications/resources/updated", Some(&params)),
+                    false,
+                );
+                return;
+            }
+        };
+        self.emit(
+            GET_STREAM,
+            jsonrpc::encode_notification(method, None),
+            false,
+        );
+    }
+
+    // ----- streams -----
+
+    /// Where messages related to a request on `stream` go: that stream, unless replies are
+    /// JSON-only (then the GET stream) or it has ended.
+    fn related_stream(&self, stream: StreamId) -> StreamId {
+        if self.shared.config.http.response_mode == ResponseMode::Json {
+            GET_STREAM
+        } else {
+            self.live_stream_or_get(stream)
+        }
+    }
+
+    fn live_stream_or_get(&self, stream: StreamId) -> StreamId {
+        match self.streams.get(&stream) {
+            Some(s) if !s.finished => stream,
+            _ => GET_STREAM,
+        }
+    }
+
+    fn emit(&mut self, stream_id: StreamId, data: Bytes, is_response: bool) {
+        let max_events = self.shared.config.replay.max_events_per_stream;
+        let stream = self
+            .streams
+            .entry(stream_id)
+            .or_insert_with(|| Stream::new(0, true));
+        if !stream.push(stream_id, data, is_response, max_events) {
+            warn!(session = %self.id, stream = stream_id, "SSE connection gone or too slow; detached (events stay in the replay log)");
+        }
+    }
+
+    fn answer(&mut self, stream: StreamId, id: &RequestId, outcome: Result<Value, RpcError>) {
+        self.deliver_response(stream, jsonrpc::encode_response(Some(id), &outcome));
+    }
+
+    fn deliver_response(&mut self, stream: StreamId, response: Bytes) {
+        self.emit(stream, response, true);
+        self.settle(stream);
+    }
+
+    /// Counts one request of `stream` as done; ends the stream when none remain.
+    fn settle(&mut self, stream_id: StreamId) {
+        let Some(stream) = self.streams.get_mut(&stream_id) else {
+            return;
+        };
+        stream.outstanding = stream.outstanding.saturating_sub(1);
+        if stream.outstanding > 0 {
+            return;
+        }
+        stream.finish();
+        if !stream.resumable {
+            // The client never saw an event id of this stream, so nobody can resume it.
+            self.streams.remove(&stream_id);
+            return;
+        }
+        self.finished_streams.push_back(stream_id);
+        while self.finished_streams.len() > self.shared.config.replay.max_finished_streams {
+            if let Some(old) = self.finished_streams.pop_front() {
+                self.streams.remove(&old);
+            }
+        }
+    }
+
+    fn on_open_stream(
+        &mut self,
+        last_event_id: Option<String>,
+    ) -> Result<Attachment, SessionError> {
+        let buffer = self.shared.config.http.sse_connection_buffer;
+        let window = self.shared.config.replay.max_events_per_stream;
+        let Some(last_event_id) = last_event_id else {
+            // A new GET replaces the previous one, which closes (never 409).
+            let stream = self
+                .streams
+                .entry(GET_STREAM)
+                .or_insert_with(|| Stream::new(0, true));
+            let live = stream.attach(buffer);
+            let priming_id = self
+                .version
+                .sends_priming_event()
+                .then(|| stream.position_id(GET_STREAM));
+            return Ok(Attachment {
+                stream: GET_STREAM,
+                priming_id,
+                backlog: Vec::new(),
+                live: Some(live),
+            });
+        };
+        let (stream_id, seq) = parse_event_id(&last_event_id)
+            .ok_or_else(|| ReplayError::Unknown(last_event_id.clone()))?;
+        let Some(stream) = self.streams.get_mut(&stream_id) else {
+            return Err(if stream_id < self.next_stream {
+                ReplayError::OutOfWindow {
+                    id: last_event_id,
+                    window,
+                }
+                .into()
+            } else {
+                ReplayError::Unknown(last_event_id).into()
+            });
+        };
+        let backlog = stream.replay_after(stream_id, seq, window)?;
+        debug!(session = %self.id, stream = stream_id, replayed = backlog.len(), "stream resumed");
+        let live = (!stream.finished).then(|| stream.attach(buffer.max(backlog.len())));
+        Ok(Attachment {
+            stream: stream_id,
+            priming_id: None,
+            backlog,
+            live,
+        })
+    }
+
+    // ----- time and ending -----
+
+    fn on_timer(&mut self) -> Flow {
+        let now = Instant::now();
+        for (id, entry) in self.pending.take_expired(now) {
+            let waited = self.shared.config.client_requests.timeout;
+            warn!(session = %self.id, request_id = %id, "server→client request timed out");
+            let _ = entry
+                .respond_to
+                .send(Err(ClientRequestError::TimedOut(waited)));
+            if entry.unsent.is_none() {
+                self.send_cancelled(
+                    entry.stream,
+                    &id,
+                    "timed out waiting for the client's answer",
+                );
+            }
+        }
+        if now >= self.idle_deadline {
+            let ttl = self.shared.config.sessions.idle_ttl;
+            let busy = !self.in_flight.is_empty()
+                || !self.pending.is_empty()
+                || self.streams.values().any(Stream::has_live_connection);
+            if busy {
+                self.last_activity = now;
+            }
+            if !busy && now >= self.last_activity + ttl {
+                return Flow::Stop("idle timeout");
+            }
+            self.idle_deadline = self.last_activity + ttl;
+        }
+        Flow::Continue
+    }
+
+    fn end(mut self, reason: &'static str) {
+        for (_, flight) in self.in_flight.drain() {
+            flight.cancel.cancel();
+            flight.abort.abort();
+        }
+        for entry in self.pending.drain() {
+            let _ = entry
+                .respond_to
+                .send(Err(ClientRequestError::SessionClosed));
+        }
+        self.streams.clear();
+        self.shared.registry.remove(&self.id);
+        info!(session = %self.id, reason, "session ended");
+    }
+}

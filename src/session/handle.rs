@@ -1,0 +1,160 @@
+//! [`SessionHandle`]: the cheap, clonable way to talk to a session actor.
+//!
+//! HTTP handlers hold a handle for the duration of one request. Every method sends one
+//! message and awaits one oneshot reply; if the actor has ended, the send or the reply fails
+//! and the caller sees [`SessionError::NotFound`]. A handle therefore never observes half a
+//! session, and nothing it does can bring an ended session back.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::context::{ClientLink, ClientRequestError};
+use crate::jsonrpc::{Message, RequestId};
+use crate::protocol::{LogLevel, ProtocolVersion};
+use crate::session::SessionError;
+use crate::session::actor::{PostOutcome, SessionMsg};
+use crate::session::streams::Attachment;
+
+#[derive(Clone, Debug)]
+pub(crate) struct SessionHandle {
+    pub id: Arc<str>,
+    /// Fixed at initialize, so handlers may read it without asking the actor.
+    pub version: ProtocolVersion,
+    tx: mpsc::Sender<SessionMsg>,
+    mailbox_wait: Duration,
+}
+
+impl SessionHandle {
+    pub fn new(
+        id: Arc<str>,
+        version: ProtocolVersion,
+        tx: mpsc::Sender<SessionMsg>,
+        mailbox_wait: Duration,
+    ) -> Self {
+        SessionHandle {
+            id,
+            version,
+            tx,
+            mailbox_wait,
+        }
+    }
+
+    /// Delivers a POST's messages. Requests get a stream to read their responses from.
+    pub async fn post(&self, messages: Vec<Message>) -> Result<PostOutcome, SessionError> {
+        self.ask(|respond_to| SessionMsg::Post {
+            messages,
+            respond_to,
+        })
+        .await?
+    }
+
+    /// Opens the GET stream, or resumes the stream named by `last_event_id`.
+    pub async fn open_stream(
+        &self,
+        last_event_id: Option<String>,
+    ) -> Result<Attachment, SessionError> {
+        self.ask(|respond_to| SessionMsg::OpenStream {
+            last_event_id,
+            respond_to,
+        })
+        .await?
+    }
+
+    /// Ends the session.
+    pub async fn delete(&self) -> Result<(), SessionError> {
+        self.ask(|respond_to| SessionMsg::Delete { respond_to })
+            .await
+    }
+
+    /// Fire-and-forget delivery for broadcasts: a full mailbox drops the message.
+    pub fn try_tell(&self, msg: SessionMsg) -> bool {
+        self.tx.try_send(msg).is_ok()
+    }
+
+    async fn ask<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<T>) -> SessionMsg,
+    ) -> Result<T, SessionError> {
+        let (tx, rx) = oneshot::channel();
+        let msg = make(tx);
+        // Fast path without a timer; wait (bounded) only when the mailbox is full.
+        match self.tx.try_send(msg) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Closed(_)) => return Err(SessionError::NotFound),
+            Err(mpsc::error::TrySendError::Full(msg)) => {
+                match tokio::time::timeout(self.mailbox_wait, self.tx.send(msg)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(_)) => return Err(SessionError::NotFound),
+                    Err(_) => {
+                        tracing::warn!(session = %self.id, "session mailbox full; request refused");
+                        return Err(SessionError::Busy);
+                    }
+                }
+            }
+        }
+        rx.await.map_err(|_| SessionError::NotFound)
+    }
+}
+
+/// The [`ClientLink`] of handshake-era requests: messages to the session actor.
+pub(crate) struct SessionLink {
+    pub tx: mpsc::Sender<SessionMsg>,
+}
+
+impl ClientLink for SessionLink {
+    fn notify(
+        &self,
+        origin: &RequestId,
+        method: &'static str,
+        params: Value,
+        level: Option<LogLevel>,
+    ) -> BoxFuture<'_, ()> {
+        let msg = SessionMsg::Notify {
+            origin: origin.clone(),
+            method,
+            params,
+            level,
+        };
+        Box::pin(async move {
+            let _ = self.tx.send(msg).await;
+        })
+    }
+
+    fn request(
+        &self,
+        origin: &RequestId,
+        method: &'static str,
+        params: Value,
+    ) -> BoxFuture<'_, Result<Value, ClientRequestError>> {
+        let origin = origin.clone();
+        Box::pin(async move {
+            let (respond_to, answer) = oneshot::channel();
+            let msg = SessionMsg::ClientRequest {
+                origin,
+                method,
+                params,
+                respond_to,
+            };
+            self.tx
+                .send(msg)
+                .await
+                .map_err(|_| ClientRequestError::SessionClosed)?;
+            answer
+                .await
+                .map_err(|_| ClientRequestError::SessionClosed)?
+        })
+    }
+
+    fn close_stream(&self, origin: &RequestId) -> BoxFuture<'_, ()> {
+        let msg = SessionMsg::CloseStream {
+            origin: origin.clone(),
+        };
+        Box::pin(async move {
+            let _ = self.tx.send(msg).await;
+        })
+    }
+}

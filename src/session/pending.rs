@@ -1,0 +1,124 @@
+//! Server→client requests awaiting the client's answer, with their deadlines.
+//!
+//! Owned by the session actor. A tool's `elicit`/`sample`/`list_roots` parks a oneshot here;
+//! the client's answer POST completes it. Each entry has a deadline (spec
+//! `basic/lifecycle.mdx`, "Timeouts": SHOULD time out, MAY reset on progress, SHOULD keep a
+//! maximum); the actor wakes at the earliest one.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde_json::Value;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use crate::context::ClientRequestError;
+use crate::jsonrpc::RequestId;
+use crate::session::streams::StreamId;
+
+pub(crate) type Answer = Result<Value, ClientRequestError>;
+
+#[derive(Debug)]
+pub(crate) struct PendingClientRequest {
+    pub respond_to: oneshot::Sender<Answer>,
+    /// The client request whose handler asked.
+    pub origin: RequestId,
+    /// The stream the request travels on.
+    pub stream: StreamId,
+    /// The encoded request, kept until it is sent (it is held until the client has sent
+    /// `notifications/initialized`).
+    pub unsent: Option<Bytes>,
+    pub deadline: Instant,
+    pub hard_deadline: Instant,
+}
+
+/// The pending table, keyed by the id the server gave each request.
+#[derive(Debug, Default)]
+pub(crate) struct PendingClientRequests {
+    entries: HashMap<RequestId, PendingClientRequest>,
+    next_id: i64,
+}
+
+impl PendingClientRequests {
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// A fresh id for the next server→client request.
+    pub fn next_id(&mut self) -> RequestId {
+        self.next_id += 1;
+        RequestId::Number(self.next_id)
+    }
+
+    pub fn insert(&mut self, id: RequestId, entry: PendingClientRequest) {
+        self.entries.insert(id, entry);
+    }
+
+    pub fn remove(&mut self, id: &RequestId) -> Option<PendingClientRequest> {
+        self.entries.remove(id)
+    }
+
+    /// Pushes a deadline back after client progress, never past the hard maximum.
+    pub fn extend(&mut self, id: &RequestId, timeout: Duration) {
+        if let Some(entry) = self.entries.get_mut(id) {
+            entry.deadline = (Instant::now() + timeout).min(entry.hard_deadline);
+        }
+    }
+
+    pub fn earliest_deadline(&self) -> Option<Instant> {
+        self.entries.values().map(|e| e.deadline).min()
+    }
+
+    /// Removes and returns the entries whose deadline has passed.
+    pub fn take_expired(&mut self, now: Instant) -> Vec<(RequestId, PendingClientRequest)> {
+        let expired: Vec<RequestId> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| e.deadline <= now)
+            .map(|(id, _)| id.clone())
+            .collect();
+        expired
+            .into_iter()
+            .filter_map(|id| self.entries.remove_entry(&id))
+            .collect()
+    }
+
+    /// Removes and returns the entries asked for by `origin`.
+    pub fn take_from_origin(
+        &mut self,
+        origin: &RequestId,
+    ) -> Vec<(RequestId, PendingClientRequest)> {
+        let ids: Vec<RequestId> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| &e.origin == origin)
+            .map(|(id, _)| id.clone())
+            .collect();
+        ids.into_iter()
+            .filter_map(|id| self.entries.remove_entry(&id))
+            .collect()
+    }
+
+    /// Entries not sent yet, in id order: the ones held until `notifications/initialized`.
+    pub fn take_unsent(&mut self) -> Vec<(RequestId, StreamId, Bytes)> {
+        let mut unsent: Vec<(RequestId, StreamId, Bytes)> = self
+            .entries
+            .iter_mut()
+            .filter_map(|(id, e)| e.unsent.take().map(|b| (id.clone(), e.stream, b)))
+            .collect();
+        unsent.sort_by_key(|(id, _, _)| match id {
+            RequestId::Number(n) => *n,
+            RequestId::String(_) => i64::MAX,
+        });
+        unsent
+    }
+
+    pub fn drain(&mut self) -> impl Iterator<Item = PendingClientRequest> + '_ {
+        self.entries.drain().map(|(_, e)| e)
+    }
+}

@@ -1,0 +1,234 @@
+//! SSE streams of a session and their replay logs (spec `basic/transports.mdx`,
+//! "Resumability and Redelivery").
+//!
+//! Every POST that carries requests opens a stream; the GET stream is stream 0. Each stream
+//! logs every event it carries, whether or not a connection is attached at that moment, so a
+//! client that lost its connection resumes with `Last-Event-ID` and misses nothing. Event ids
+//! are `<stream>.<seq>`: unique in the session, and they name their stream, so a resumption
+//! replays exactly that stream and never another's.
+//!
+//! A stream's connection is a bounded channel. The actor never waits on it: a client that
+//! falls a whole buffer behind is disconnected and resumes from the log instead.
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
+
+/// Identifies a stream within its session.
+pub type StreamId = u32;
+
+/// The session's standalone GET stream.
+pub const GET_STREAM: StreamId = 0;
+
+/// One SSE event as the actor hands it to a connection.
+#[derive(Debug, Clone)]
+pub struct OutEvent {
+    pub stream: StreamId,
+    pub seq: u64,
+    pub data: Bytes,
+    /// A JSON-RPC response (as opposed to a notification or a server→client request).
+    pub is_response: bool,
+}
+
+impl OutEvent {
+    pub fn event_id(&self) -> String {
+        format_event_id(self.stream, self.seq)
+    }
+}
+
+pub fn format_event_id(stream: StreamId, seq: u64) -> String {
+    format!("{stream}.{seq}")
+}
+
+/// Parses a `Last-Event-ID` minted by [`format_event_id`].
+pub fn parse_event_id(id: &str) -> Option<(StreamId, u64)> {
+    let (stream, seq) = id.trim().split_once('.')?;
+    Some((stream.parse().ok()?, seq.parse().ok()?))
+}
+
+/// What a connection gets when it attaches to a stream: the events it missed, then live
+/// events until the stream ends (`live` is `None` when the stream has ended already).
+#[derive(Debug)]
+pub struct Attachment {
+    pub stream: StreamId,
+    /// Id for a priming event (2025-11-25), naming the position the connection starts at.
+    pub priming_id: Option<String>,
+    pub backlog: Vec<OutEvent>,
+    pub live: Option<mpsc::Receiver<OutEvent>>,
+}
+
+/// Why a `Last-Event-ID` cannot be honoured.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ReplayError {
+    #[error(
+        "Last-Event-ID {id:?} is outside the replay window: events after it were discarded \
+         (the window keeps the last {window} events of a stream and the last finished streams \
+         of a session, see [replay] in the configuration); resuming would silently lose \
+         messages, so the stream cannot be resumed — reissue the request"
+    )]
+    OutOfWindow { id: String, window: usize },
+    #[error("Last-Event-ID {0:?} was not issued by this session")]
+    Unknown(String),
+}
+
+/// One stream: its replay log and, while a client listens, its connection.
+#[derive(Debug)]
+pub(crate) struct Stream {
+    log: VecDeque<OutEvent>,
+    next_seq: u64,
+    conn: Option<mpsc::Sender<OutEvent>>,
+    /// Requests whose responses this stream still owes.
+    pub outstanding: u32,
+    /// Whether the client may know event ids of this stream (it received SSE from it), so
+    /// its log is worth keeping after it finishes.
+    pub resumable: bool,
+    pub finished: bool,
+}
+
+impl Stream {
+    pub fn new(outstanding: u32, resumable: bool) -> Self {
+        Stream {
+            log: VecDeque::new(),
+            next_seq: 1,
+            conn: None,
+            outstanding,
+            resumable,
+            finished: false,
+        }
+    }
+
+    /// The id naming "before the next event": a connection primed with it and resumed
+    /// later receives everything from here on.
+    pub fn position_id(&self, stream: StreamId) -> String {
+        format_event_id(stream, self.next_seq - 1)
+    }
+
+    /// Logs an event and forwards it to the connection, if one is attached. Returns `false`
+    /// when the connection was dropped because it was gone or too far behind.
+    pub fn push(
+        &mut self,
+        stream: StreamId,
+        data: Bytes,
+        is_response: bool,
+        max_events: usize,
+    ) -> bool {
+        let event = OutEvent {
+            stream,
+            seq: self.next_seq,
+            data,
+            is_response,
+        };
+        self.next_seq += 1;
+        if !is_response {
+            self.resumable = true;
+        }
+        let mut healthy = true;
+        if let Some(conn) = &self.conn {
+            if conn.try_send(event.clone()).is_err() {
+                self.conn = None;
+                healthy = false;
+            }
+        }
+        self.log.push_back(event);
+        while self.log.len() > max_events {
+            self.log.pop_front();
+        }
+        healthy
+    }
+
+    /// Attaches a new connection, replacing (and so closing) the previous one.
+    pub fn attach(&mut self, buffer: usize) -> mpsc::Receiver<OutEvent> {
+        let (tx, rx) = mpsc::channel(buffer.max(1));
+        self.conn = Some(tx);
+        rx
+    }
+
+    /// Closes the connection, if any, without ending the stream.
+    pub fn detach(&mut self) {
+        self.conn = None;
+    }
+
+    pub fn has_live_connection(&self) -> bool {
+        self.conn.as_ref().is_some_and(|c| !c.is_closed())
+    }
+
+    /// Marks the stream ended: its connection closes once the buffered events are read.
+    pub fn finish(&mut self) {
+        self.finished = true;
+        self.conn = None;
+    }
+
+    /// The logged events after `seq`, or an error if some of them were discarded.
+    pub fn replay_after(
+        &self,
+        stream: StreamId,
+        seq: u64,
+        window: usize,
+    ) -> Result<Vec<OutEvent>, ReplayError> {
+        if seq >= self.next_seq {
+            return Err(ReplayError::Unknown(format_event_id(stream, seq)));
+        }
+        let oldest = self.log.front().map_or(self.next_seq, |e| e.seq);
+        if seq + 1 < oldest {
+            return Err(ReplayError::OutOfWindow {
+                id: format_event_id(stream, seq),
+                window,
+            });
+        }
+        Ok(self.log.iter().filter(|e| e.seq > seq).cloned().collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_ids_round_trip() {
+        assert_eq!(parse_event_id(&format_event_id(3, 17)), Some((3, 17)));
+        assert_eq!(parse_event_id("x"), None);
+        assert_eq!(parse_event_id("1.x"), None);
+    }
+
+    #[test]
+    fn events_are_logged_without_a_connection_and_replayed_after_the_cursor() {
+        let mut s = Stream::new(1, true);
+        for i in 0..5 {
+            s.push(2, Bytes::from(format!("{i}")), false, 10);
+        }
+        let replay = s.replay_after(2, 2, 10).unwrap();
+        assert_eq!(
+            replay.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            vec![3, 4, 5]
+        );
+        assert!(s.replay_after(2, 0, 10).is_ok());
+    }
+
+    #[test]
+    fn a_cursor_older_than_the_window_is_an_error_not_a_partial_replay() {
+        let mut s = Stream::new(1, true);
+        for i in 0..10 {
+            s.push(1, Bytes::from(format!("{i}")), false, 4);
+        }
+        assert!(matches!(
+            s.replay_after(1, 2, 4),
+            Err(ReplayError::OutOfWindow { .. })
+        ));
+        assert_eq!(s.replay_after(1, 6, 4).unwrap().len(), 4);
+        assert!(matches!(
+            s.replay_after(1, 99, 4),
+            Err(ReplayError::Unknown(_))
+        ));
+    }
+
+    #[test]
+    fn a_slow_connection_is_dropped_not_waited_for() {
+        let mut s = Stream::new(1, true);
+        let _rx = s.attach(1);
+        assert!(s.push(1, Bytes::from_static(b"a"), false, 10));
+        assert!(!s.push(1, Bytes::from_static(b"b"), false, 10));
+        assert!(!s.has_live_connection());
+        assert_eq!(s.replay_after(1, 0, 10).unwrap().len(), 2);
+    }
+}
