@@ -1,5 +1,6 @@
 //! The `mcp-actor` binary: serve a TOML configuration, or check one.
 
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 

@@ -684,7 +684,7 @@ impl SessionActor {
         let (stream_id, seq) = parse_event_id(&last_event_id)
             .ok_or_else(|| ReplayError::Unknown(last_event_id.clone()))?;
         let Some(stream) = self.streams.get_mut(&stream_id) else {
-            return Err(if stream_id < self.next_stream {
+            return Err(if stream_id != GET_STREAM && stream_id < self.next_stream {
                 ReplayError::OutOfWindow {
                     id: last_event_id,
                     window,

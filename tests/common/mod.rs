@@ -1,0 +1,421 @@
+//! Shared test harness: starts the real `mcp-actor` binary on an ephemeral 127.0.0.1 port
+//! and gives a small raw MCP client over real HTTP.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::pin::Pin;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use futures_util::{Stream, StreamExt};
+use reqwest::StatusCode;
+use reqwest::header::HeaderMap;
+use serde_json::{Value, json};
+use sse_stream::{Sse, SseByteStream};
+
+pub const LATEST: &str = "2025-11-25";
+pub const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+
+/// A running server binary; killed on drop.
+pub struct TestServer {
+    pub url: String,
+    pub addr: String,
+    child: Child,
+    _stdout: BufReader<std::process::ChildStdout>,
+    _config: Option<tempfile_path::TempPath>,
+}
+
+mod tempfile_path {
+    /// A file removed on drop.
+    pub struct TempPath(pub std::path::PathBuf);
+    impl Drop for TempPath {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+}
+
+impl TestServer {
+    /// The binary on its embedded default configuration.
+    pub fn start() -> TestServer {
+        Self::spawn(None)
+    }
+
+    /// The binary with `overrides` appended to the default configuration (TOML tables that
+    /// replace the defaults' keys are written whole, so pass complete tables).
+    pub fn with_config(toml: &str) -> TestServer {
+        Self::spawn(Some(toml))
+    }
+
+    fn spawn(config: Option<&str>) -> TestServer {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-actor"));
+        cmd.args(["--listen", "127.0.0.1:0"]);
+        let config_file = config.map(|text| {
+            let path = std::env::temp_dir().join(format!("mcp-actor-test-{}.toml", uuid_like()));
+            let mut f = std::fs::File::create(&path).expect("write test config");
+            f.write_all(text.as_bytes()).expect("write test config");
+            cmd.arg("--config").arg(&path);
+            tempfile_path::TempPath(path)
+        });
+        cmd.stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .env("RUST_LOG", "warn");
+        let mut child = cmd.spawn().expect("start mcp-actor");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        let mut stdout = BufReader::new(stdout);
+        stdout.read_line(&mut line).expect("read listening line");
+        let url = line
+            .trim()
+            .strip_prefix("mcp-actor listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+            .to_string();
+        let addr = url
+            .trim_start_matches("http://")
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        TestServer {
+            url,
+            addr,
+            child,
+            _stdout: stdout,
+            _config: config_file,
+        }
+    }
+
+    pub fn client(&self) -> Client {
+        Client::new(&self.url)
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn uuid_like() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A raw HTTP client for the MCP endpoint.
+#[derive(Clone)]
+pub struct Client {
+    pub http: reqwest::Client,
+    pub url: String,
+}
+
+/// A decoded reply to a POST.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub content_type: String,
+    /// The JSON-RPC messages in the body (one for JSON, every data event for SSE).
+    pub messages: Vec<Value>,
+    /// SSE event ids in order (including the priming event's).
+    pub event_ids: Vec<String>,
+    /// The raw body for JSON replies.
+    pub body: Option<Value>,
+}
+
+impl Reply {
+    /// The response carrying `id`.
+    pub fn response(&self, id: &Value) -> Option<&Value> {
+        self.messages.iter().find(|m| {
+            m.get("id") == Some(id) && (m.get("result").is_some() || m.get("error").is_some())
+        })
+    }
+
+    pub fn is_sse(&self) -> bool {
+        self.content_type.starts_with("text/event-stream")
+    }
+}
+
+impl Client {
+    pub fn new(url: &str) -> Client {
+        let http = reqwest::Client::builder()
+            .pool_max_idle_per_host(64)
+            .build()
+            .expect("client");
+        Client {
+            http,
+            url: url.to_string(),
+        }
+    }
+
+    /// POSTs a JSON body with the standard headers plus `extra`.
+    pub async fn post_raw(&self, body: &Value, extra: &[(&str, &str)]) -> reqwest::Response {
+        let mut req = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", ACCEPT_BOTH)
+            .body(body.to_string());
+        for (k, v) in extra {
+            req = req.header(*k, *v);
+        }
+        req.send().await.expect("POST")
+    }
+
+    /// Sends `initialize` and returns the session (no `notifications/initialized` yet).
+    pub async fn initialize(&self, version: &str, capabilities: Value) -> Session {
+        let body = json!({
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": { "protocolVersion": version, "capabilities": capabilities,
+                        "clientInfo": { "name": "mcp-actor-tests", "version": "1" } }
+        });
+        let resp = self.post_raw(&body, &[]).await;
+        assert_eq!(resp.status(), StatusCode::OK, "initialize failed");
+        let id = resp
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .expect("Mcp-Session-Id header")
+            .to_string();
+        let result: Value = resp.json().await.expect("initialize JSON");
+        let negotiated = result["result"]["protocolVersion"]
+            .as_str()
+            .expect("protocolVersion")
+            .to_string();
+        Session {
+            client: self.clone(),
+            id,
+            version: negotiated,
+            init_result: result,
+        }
+    }
+
+    /// `initialize` + `notifications/initialized`, with elicitation, sampling and roots.
+    pub async fn connect(&self) -> Session {
+        let session = self
+            .initialize(
+                LATEST,
+                json!({ "elicitation": {}, "sampling": {}, "roots": {} }),
+            )
+            .await;
+        assert_eq!(
+            session.notify("notifications/initialized", None).await,
+            StatusCode::ACCEPTED
+        );
+        session
+    }
+}
+
+/// An initialized session.
+#[derive(Clone)]
+pub struct Session {
+    pub client: Client,
+    pub id: String,
+    pub version: String,
+    pub init_result: Value,
+}
+
+impl Session {
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("mcp-session-id", self.id.clone()),
+            ("mcp-protocol-version", self.version.clone()),
+        ]
+    }
+
+    /// POSTs a JSON-RPC value with the session headers.
+    pub async fn post_value(&self, body: &Value) -> reqwest::Response {
+        let headers = self.headers();
+        let extra: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        self.client.post_raw(body, &extra).await
+    }
+
+    /// POSTs and reads the whole reply.
+    pub async fn post(&self, body: &Value) -> Reply {
+        read_reply(self.post_value(body).await).await
+    }
+
+    /// Sends a request and reads the whole reply.
+    pub async fn request(&self, id: Value, method: &str, params: Value) -> Reply {
+        self.post(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
+            .await
+    }
+
+    /// Sends a request and returns the `result` of its response, panicking on an error.
+    pub async fn call(&self, id: Value, method: &str, params: Value) -> Value {
+        let reply = self.request(id.clone(), method, params).await;
+        assert_eq!(reply.status, StatusCode::OK, "{method}: {reply:?}");
+        let response = reply
+            .response(&id)
+            .unwrap_or_else(|| panic!("no response for {id} in {reply:?}"));
+        response
+            .get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("{method} failed: {response}"))
+    }
+
+    /// `tools/call` returning the first text content.
+    pub async fn call_tool_text(&self, id: Value, name: &str, arguments: Value) -> String {
+        let result = self
+            .call(
+                id,
+                "tools/call",
+                json!({ "name": name, "arguments": arguments }),
+            )
+            .await;
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    pub async fn notify(&self, method: &str, params: Option<Value>) -> StatusCode {
+        let mut body = json!({ "jsonrpc": "2.0", "method": method });
+        if let Some(p) = params {
+            body["params"] = p;
+        }
+        self.post_value(&body).await.status()
+    }
+
+    /// POSTs a JSON-RPC response (the answer to a server→client request).
+    pub async fn answer(&self, id: &Value, result: Value) -> StatusCode {
+        self.post_value(&json!({ "jsonrpc": "2.0", "id": id, "result": result }))
+            .await
+            .status()
+    }
+
+    /// Opens a GET stream, optionally resuming with `Last-Event-ID`.
+    pub async fn get(&self, last_event_id: Option<&str>) -> reqwest::Response {
+        let mut req = self
+            .client
+            .http
+            .get(&self.client.url)
+            .header("accept", "text/event-stream");
+        for (k, v) in self.headers() {
+            req = req.header(k, v);
+        }
+        if let Some(id) = last_event_id {
+            req = req.header("last-event-id", id);
+        }
+        req.send().await.expect("GET")
+    }
+
+    pub async fn delete(&self) -> StatusCode {
+        let mut req = self.client.http.delete(&self.client.url);
+        for (k, v) in self.headers() {
+            req = req.header(k, v);
+        }
+        req.send().await.expect("DELETE").status()
+    }
+}
+
+/// One SSE event, decoded.
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub id: Option<String>,
+    pub retry: Option<u64>,
+    /// `None` for events without data, `Some(Value::Null)` for an empty data field.
+    pub data: Option<Value>,
+}
+
+type EventStream = Pin<Box<dyn Stream<Item = Result<Sse, sse_stream::Error>> + Send>>;
+
+/// Reads SSE events from a response incrementally.
+pub struct SseReader {
+    inner: EventStream,
+}
+
+impl SseReader {
+    pub fn new(resp: reqwest::Response) -> SseReader {
+        SseReader {
+            inner: Box::pin(SseByteStream::new(resp.bytes_stream())),
+        }
+    }
+
+    /// The next event with an id or data (keep-alive comments are skipped), or `None` when
+    /// the stream ends or `wait` passes.
+    pub async fn next(&mut self, wait: Duration) -> Option<Event> {
+        loop {
+            let item = tokio::time::timeout(wait, self.inner.next()).await.ok()??;
+            let sse = item.ok()?;
+            if sse.id.is_none() && sse.data.is_none() {
+                continue;
+            }
+            let data = sse.data.map(|d| {
+                if d.is_empty() {
+                    Value::Null
+                } else {
+                    serde_json::from_str(&d).expect("event data is JSON")
+                }
+            });
+            return Some(Event {
+                id: sse.id,
+                retry: sse.retry,
+                data,
+            });
+        }
+    }
+
+    /// The next event that carries a JSON-RPC message.
+    pub async fn next_message(&mut self, wait: Duration) -> Option<(Option<String>, Value)> {
+        loop {
+            let event = self.next(wait).await?;
+            if let Some(data) = event.data.filter(|d| !d.is_null()) {
+                return Some((event.id, data));
+            }
+        }
+    }
+}
+
+/// Reads a whole POST reply (JSON or SSE until the stream ends).
+pub async fn read_reply(resp: reqwest::Response) -> Reply {
+    let status = resp.status();
+    let headers = resp.headers().clone();
+    let content_type = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    if content_type.starts_with("text/event-stream") {
+        let mut reader = SseReader::new(resp);
+        let mut messages = Vec::new();
+        let mut event_ids = Vec::new();
+        while let Some(event) = reader.next(Duration::from_secs(30)).await {
+            if let Some(id) = event.id {
+                event_ids.push(id);
+            }
+            if let Some(data) = event.data.filter(|d| !d.is_null()) {
+                messages.push(data);
+            }
+        }
+        return Reply {
+            status,
+            headers,
+            content_type,
+            messages,
+            event_ids,
+            body: None,
+        };
+    }
+    let text = resp.text().await.unwrap_or_default();
+    let body: Option<Value> = serde_json::from_str(&text).ok();
+    let messages = match &body {
+        Some(Value::Array(items)) => items.clone(),
+        Some(v) => vec![v.clone()],
+        None => Vec::new(),
+    };
+    Reply {
+        status,
+        headers,
+        content_type,
+        messages,
+        event_ids: Vec::new(),
+        body,
+    }
+}
