@@ -15,7 +15,7 @@ use serde::Deserialize;
 pub const DEFAULT_CONFIG_TOML: &str = include_str!("../config/default.toml");
 
 /// The whole configuration file.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub server: ServerSection,
@@ -29,7 +29,7 @@ pub struct Config {
 }
 
 /// `[server]`: identity and where to listen.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServerSection {
     pub listen: SocketAddr,
@@ -75,7 +75,7 @@ pub enum ResponseMode {
 }
 
 /// `[http]`: the transport.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HttpSection {
     /// Largest accepted POST body, in bytes; larger gets 413.
@@ -113,7 +113,7 @@ impl Default for HttpSection {
 }
 
 /// `[sessions]`: how many, how long, how busy.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SessionsSection {
     /// Live sessions at most; `initialize` beyond it gets 503 with `Retry-After`.
@@ -143,7 +143,7 @@ impl Default for SessionsSection {
 }
 
 /// `[client_requests]`: server→client requests (elicitation, sampling, roots).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ClientRequestsSection {
     /// How long the server waits for the client's answer.
@@ -170,7 +170,7 @@ impl Default for ClientRequestsSection {
 }
 
 /// `[replay]`: the per-stream logs that make SSE streams resumable.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ReplaySection {
     /// Events kept per stream; a `Last-Event-ID` older than the window gets 410.
@@ -189,7 +189,7 @@ impl Default for ReplaySection {
 }
 
 /// `[pagination]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PaginationSection {
     /// Items per page of tools/list, resources/list, resources/templates/list, prompts/list.
@@ -203,7 +203,7 @@ impl Default for PaginationSection {
 }
 
 /// One `[[tools]]` entry of the binary's configuration.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolConfig {
     /// The name of a builtin tool: `echo`, `sleep`, `ask` or `sample`.
@@ -409,6 +409,15 @@ mod tests {
         let config = Config::parse(DEFAULT_CONFIG_TOML, "default.toml").unwrap();
         assert_eq!(config.server.path, "/mcp");
         assert_eq!(config.tools.len(), 4);
+    }
+
+    #[test]
+    fn default_toml_mirrors_the_built_in_defaults() {
+        let mut parsed = Config::parse(DEFAULT_CONFIG_TOML, "default.toml").unwrap();
+        assert!(parsed.server.instructions.is_some());
+        parsed.server.instructions = None;
+        parsed.tools.clear();
+        assert_eq!(parsed, Config::default());
     }
 
     #[test]

@@ -61,11 +61,13 @@ async fn main() -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {listen}"))?;
     let addr = listener.local_addr()?;
     let url = format!("http://{addr}{}", server.config().server.path);
-    println!("mcp-actor listening on {url}");
-    println!(
-        "  MCP Inspector: npx @modelcontextprotocol/inspector --cli {url} --transport http --method tools/list"
+    // A closed stdout (a supervisor that stopped reading) must not stop the server.
+    let _ = writeln!(
+        std::io::stdout(),
+        "mcp-actor listening on {url}\n  MCP Inspector: npx @modelcontextprotocol/inspector --cli {url} \
+         --transport http --method tools/list\n  Claude Code:   claude mcp add --transport http mcp-actor {url}"
     );
-    println!("  Claude Code:   claude mcp add --transport http mcp-actor {url}");
+    let _ = std::io::stdout().flush();
     server.serve(listener).await?;
     Ok(())
 }
