@@ -97,7 +97,9 @@ impl IntoResponse for HttpError {
         } else {
             tracing::debug!(status = self.status.as_u16(), error = %self.error.message, "request refused");
         }
-        let body = json!({ "jsonrpc": "2.0", "id": null, "error": self.error });
+        // No id: the 2025-11-25 schema makes it optional for errors about unreadable requests,
+        // and a null id would not validate against it.
+        let body = json!({ "jsonrpc": "2.0", "error": self.error });
         let mut response = (self.status, axum::Json(body)).into_response();
         let headers = response.headers_mut();
         if let Some(secs) = self.retry_after_secs {
