@@ -24,6 +24,7 @@ pub struct Config {
     pub client_requests: ClientRequestsSection,
     pub replay: ReplaySection,
     pub pagination: PaginationSection,
+    pub modern: ModernSection,
     /// Tools the binary exposes. The library API registers tools in code instead.
     pub tools: Vec<ToolConfig>,
 }
@@ -35,6 +36,9 @@ pub struct ServerSection {
     pub listen: SocketAddr,
     /// The MCP endpoint path; POST, GET and DELETE are served there.
     pub path: String,
+    /// A GET health probe answering `{"status":"ok","sessions":N,"listenStreams":M}`;
+    /// empty disables it.
+    pub health_path: String,
     pub name: String,
     pub title: Option<String>,
     pub version: String,
@@ -51,6 +55,7 @@ impl Default for ServerSection {
         ServerSection {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             path: "/mcp".into(),
+            health_path: "/healthz".into(),
             name: "mcp-actor".into(),
             title: Some("mcp-actor".into()),
             version: env!("CARGO_PKG_VERSION").into(),
@@ -202,6 +207,59 @@ impl Default for PaginationSection {
     }
 }
 
+/// Cache scope advertised on cacheable 2026-07-28 results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheScope {
+    Public,
+    #[default]
+    Private,
+}
+
+impl CacheScope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheScope::Public => "public",
+            CacheScope::Private => "private",
+        }
+    }
+}
+
+/// `[modern]`: the stateless 2026-07-28 revision served on the same endpoint.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ModernSection {
+    /// Key sealing `requestState` (input_required round trips): 32 bytes, base64. Unset, a
+    /// random key is made at start, so only this process can open its states; set the same
+    /// key on every node of a cluster to let any node continue any round trip.
+    pub request_state_key: Option<String>,
+    /// How long a `requestState` stays valid.
+    #[serde(with = "humantime_serde")]
+    pub request_state_ttl: Duration,
+    /// `ttlMs` on cacheable results (discover, lists, resources/read).
+    pub ttl_ms: u64,
+    /// `cacheScope` on cacheable results.
+    pub cache_scope: CacheScope,
+    /// `subscriptions/listen` streams open at once, server-wide; more get 503.
+    pub max_listen_streams: usize,
+    /// Events buffered per listen stream; a stream that falls further behind is ended (the
+    /// client listens again and refetches).
+    pub listen_buffer: usize,
+}
+
+impl Default for ModernSection {
+    fn default() -> Self {
+        ModernSection {
+            request_state_key: None,
+            request_state_ttl: Duration::from_secs(600),
+            ttl_ms: 0,
+            cache_scope: CacheScope::Private,
+            max_listen_streams: 1024,
+            listen_buffer: 256,
+        }
+    }
+}
+
 /// One `[[tools]]` entry of the binary's configuration.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -296,6 +354,8 @@ impl Config {
                 self.replay.max_events_per_stream,
             ),
             ("pagination.page_size", self.pagination.page_size),
+            ("modern.max_listen_streams", self.modern.max_listen_streams),
+            ("modern.listen_buffer", self.modern.listen_buffer),
         ];
         for (key, value) in positive {
             if value == 0 {
@@ -321,6 +381,11 @@ impl Config {
                 "client_requests.max_timeout",
                 "must not be shorter than client_requests.timeout",
             );
+        }
+        if let Some(key) = &self.modern.request_state_key {
+            if let Err(msg) = crate::stateless::request_state::decode_key(key) {
+                return bad("modern.request_state_key", &msg);
+            }
         }
         let mut seen = std::collections::HashSet::new();
         for (i, tool) in self.tools.iter().enumerate() {

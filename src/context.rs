@@ -33,6 +33,12 @@ pub enum ClientRequestError {
     TooManyPending(usize),
     #[error("the session ended before the client answered")]
     SessionClosed,
+    /// Stateless requests cannot wait for the client: the request is answered with
+    /// `input_required`, and the client's retry runs the handler again with the answer.
+    #[error(
+        "the client's input is required; the request ends with an input_required result and is retried with the answer"
+    )]
+    InputRequired,
 }
 
 /// The channel a context uses to reach its client. Implemented by the transport layer.
@@ -58,6 +64,10 @@ pub(crate) trait ClientLink: Send + Sync + 'static {
     /// Closes the SSE connection carrying `origin`'s stream without ending the stream
     /// (SEP-1699 polling); the client reconnects with `Last-Event-ID`.
     fn close_stream(&self, origin: &RequestId) -> BoxFuture<'_, ()>;
+
+    /// Told when a handler needed a client capability the client did not declare. The
+    /// stateless path answers such a request with -32021; sessions need not react.
+    fn capability_missing(&self, _capability: &'static str) {}
 }
 
 /// The context of one client request. Cheap to clone.
@@ -176,7 +186,7 @@ impl RequestContext {
         requested_schema: Value,
     ) -> Result<ElicitResult, ClientRequestError> {
         if !self.inner.client.supports_elicitation_form() {
-            return Err(ClientRequestError::NotSupported("elicitation"));
+            return Err(self.missing("elicitation"));
         }
         let params = json!({ "message": message, "requestedSchema": requested_schema });
         let answer = self
@@ -191,7 +201,7 @@ impl RequestContext {
     /// the request's params (`messages`, `maxTokens`, ...); the client's result is returned.
     pub async fn sample(&self, params: Value) -> Result<Value, ClientRequestError> {
         if !self.inner.client.supports_sampling() {
-            return Err(ClientRequestError::NotSupported("sampling"));
+            return Err(self.missing("sampling"));
         }
         self.inner
             .link
@@ -202,7 +212,7 @@ impl RequestContext {
     /// Asks the client for its roots with `roots/list`; returns the `roots` array.
     pub async fn list_roots(&self) -> Result<Value, ClientRequestError> {
         if !self.inner.client.supports_roots() {
-            return Err(ClientRequestError::NotSupported("roots"));
+            return Err(self.missing("roots"));
         }
         let result = self
             .inner
@@ -213,6 +223,11 @@ impl RequestContext {
             .get("roots")
             .cloned()
             .ok_or_else(|| ClientRequestError::Malformed("roots/list result has no `roots`".into()))
+    }
+
+    fn missing(&self, capability: &'static str) -> ClientRequestError {
+        self.inner.link.capability_missing(capability);
+        ClientRequestError::NotSupported(capability)
     }
 
     /// Closes the SSE connection of this request's stream without ending the stream, so the

@@ -26,6 +26,12 @@ pub mod codes {
     pub const SESSION_NOT_FOUND: i64 = -32001;
     /// `resources/read` of a URI the server does not have (spec `server/resources.mdx`).
     pub const RESOURCE_NOT_FOUND: i64 = -32002;
+    /// 2026-07-28: a routing header disagrees with the body, or is missing.
+    pub const HEADER_MISMATCH: i64 = -32020;
+    /// 2026-07-28: the request needs a client capability it did not declare.
+    pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
+    /// 2026-07-28: the request's protocol version is not served.
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 }
 
 /// A JSON-RPC request id: a string or an integer, never null (spec `basic/index.mdx`).

@@ -60,6 +60,7 @@ pub mod protocol;
 pub mod providers;
 mod server;
 pub mod session;
+pub mod stateless;
 
 pub use config::Config;
 pub use context::{ClientRequestError, RequestContext};

@@ -74,6 +74,15 @@ impl fmt::Display for ProtocolVersion {
     }
 }
 
+/// The stateless revision, served per request without sessions (see [`crate::stateless`]).
+pub const MODERN_VERSION: &str = "2026-07-28";
+
+/// Every revision that opens with the `initialize` handshake, including 2024-11-05, which this
+/// server does not speak but must still recognise as handshake-era when routing.
+pub fn is_handshake_version(version: &str) -> bool {
+    version == "2024-11-05" || ProtocolVersion::parse(version).is_some()
+}
+
 /// Log severities of `notifications/message`, in RFC 5424 order (least severe first).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

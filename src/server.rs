@@ -7,12 +7,15 @@
 use std::future::Future;
 use std::io;
 use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
 
 use axum::serve::ListenerExt;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::context::RequestContext;
@@ -23,6 +26,7 @@ use crate::features::tools::{Tool, ToolError};
 use crate::protocol::CallToolResult;
 use crate::session::actor::ServerEvent;
 use crate::session::registry::SessionRegistry;
+use crate::stateless::request_state::RequestStateKey;
 
 /// State shared by every HTTP handler and session actor. Read-only apart from the
 /// registry, which is concurrent by construction.
@@ -32,6 +36,25 @@ pub(crate) struct Shared {
     pub registry: SessionRegistry,
     /// The initialize result without `protocolVersion`, built once.
     pub initialize_result: Value,
+    /// The one source of server events: list changes and resource updates. Sessions get
+    /// them through the registry, listen streams by subscribing.
+    pub events: broadcast::Sender<Arc<ServerEvent>>,
+    /// Seals and opens `requestState` of stateless input_required round trips.
+    pub request_state: RequestStateKey,
+    /// Cancelled when the server shuts down, so long-lived streams end cleanly.
+    pub shutdown: CancellationToken,
+    /// Open `subscriptions/listen` streams.
+    pub listen_streams: AtomicUsize,
+}
+
+impl Shared {
+    /// Delivers a server event to every session and every listen stream.
+    pub fn publish(&self, event: ServerEvent) {
+        let event = Arc::new(event);
+        self.registry.broadcast(&event);
+        // No receiver is not an error: nobody listens.
+        let _ = self.events.send(event);
+    }
 }
 
 /// A configured MCP server, ready to serve.
@@ -98,6 +121,7 @@ impl Server {
                 sessions = shared.registry.len(),
                 "shutting down: ending every session"
             );
+            shared.shutdown.cancel();
             shared.registry.shutdown_all();
         };
         axum::serve(listener, self.router())
@@ -117,7 +141,7 @@ impl Server {
     /// Tells every session about a change: list changes go to each GET stream, resource
     /// updates to the sessions subscribed to that URI.
     pub fn notify(&self, event: ServerEvent) {
-        self.shared.registry.broadcast(&Arc::new(event));
+        self.shared.publish(event);
     }
 }
 
@@ -195,6 +219,13 @@ impl ServerBuilder {
         if !errors.is_empty() {
             return Err(BuildError(errors));
         }
+        let modern = &self.config.modern;
+        let request_state = RequestStateKey::new(
+            modern.request_state_key.as_deref(),
+            modern.request_state_ttl,
+        )
+        .map_err(|e| BuildError(vec![format!("modern.request_state_key: {e}")]))?;
+        let (events, _) = broadcast::channel(modern.listen_buffer);
         let initialize_result = initialize_result(&self.config);
         let registry = SessionRegistry::new(self.config.sessions.max_sessions);
         let shared = Shared {
@@ -202,6 +233,10 @@ impl ServerBuilder {
             features: Arc::new(features),
             registry,
             initialize_result,
+            events,
+            request_state,
+            shutdown: CancellationToken::new(),
+            listen_streams: AtomicUsize::new(0),
         };
         Ok(Server {
             shared: Arc::new(shared),

@@ -113,6 +113,18 @@ pub(crate) fn check_post_accept(headers: &HeaderMap) -> Result<(), HttpError> {
     ))
 }
 
+/// A stateless (2026-07-28) POST must accept JSON; SSE is only needed to listen.
+pub(crate) fn check_json_accept(headers: &HeaderMap) -> Result<(), HttpError> {
+    if accepts(headers, "application/json") {
+        return Ok(());
+    }
+    Err(HttpError::new(
+        StatusCode::NOT_ACCEPTABLE,
+        codes::SERVER_ERROR,
+        "Not Acceptable: the Accept header must include application/json",
+    ))
+}
+
 /// GET opens an SSE stream, so it must accept `text/event-stream`.
 pub(crate) fn check_get_accept(headers: &HeaderMap) -> Result<(), HttpError> {
     if accepts(headers, "text/event-stream") {

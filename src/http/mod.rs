@@ -30,7 +30,29 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .delete(delete_session)
         .fallback(|| async { HttpError::method_not_allowed(ALLOW).into_response() });
     let path = shared.config.server.path.clone();
-    Router::new().route(&path, endpoint).with_state(shared)
+    let mut router = Router::new().route(&path, endpoint);
+    if !shared.config.server.health_path.is_empty() {
+        router = router.route(&shared.config.server.health_path, get(health));
+    }
+    router.with_state(shared)
+}
+
+/// The health probe: liveness plus the figures an operator watches.
+async fn health(State(shared): State<Arc<Shared>>) -> Response {
+    let listen = shared
+        .listen_streams
+        .load(std::sync::atomic::Ordering::Relaxed);
+    axum::Json(serde_json::json!({ "status": "ok", "sessions": shared.registry.len(), "listenStreams": listen }))
+        .into_response()
+}
+
+/// GET and DELETE do not exist in 2026-07-28: 405 with `Allow: POST` (spec 2026-07-28
+/// streamable-http, "Earlier Streamable HTTP Revisions").
+fn reject_modern(headers: &HeaderMap) -> Result<(), HttpError> {
+    if crate::stateless::is_modern_header(headers) {
+        return Err(HttpError::method_not_allowed("POST"));
+    }
+    Ok(())
 }
 
 /// GET: the standalone SSE stream, or the resumption of any stream with `Last-Event-ID`
@@ -39,6 +61,7 @@ async fn open_stream(State(shared): State<Arc<Shared>>, uri: Uri, headers: Heade
     let run = async {
         let config = &shared.config.http;
         headers::check_host_and_origin(&headers, &uri, config)?;
+        reject_modern(&headers)?;
         headers::check_get_accept(&headers)?;
         headers::protocol_version(&headers)?;
         let id = headers::require_session_id(&headers)?;
@@ -57,6 +80,7 @@ async fn delete_session(
 ) -> Response {
     let run = async {
         headers::check_host_and_origin(&headers, &uri, &shared.config.http)?;
+        reject_modern(&headers)?;
         headers::protocol_version(&headers)?;
         let id = headers::require_session_id(&headers)?;
         let handle = shared.registry.get(id).ok_or(SessionError::NotFound)?;

@@ -15,6 +15,7 @@ use crate::jsonrpc::{self, Message, Request, RpcError, codes};
 use crate::protocol::{ClientInfo, ProtocolVersion};
 use crate::server::Shared;
 use crate::session::{self, actor::PostOutcome};
+use crate::stateless;
 
 pub(crate) async fn post(
     State(shared): State<Arc<Shared>>,
@@ -36,13 +37,20 @@ async fn handle_post(
 ) -> Result<Response, HttpError> {
     let config = &shared.config.http;
     headers::check_host_and_origin(headers, uri, config)?;
-    headers::check_post_accept(headers)?;
+    if stateless::is_modern_header(headers) {
+        headers::check_json_accept(headers)?;
+    } else {
+        headers::check_post_accept(headers)?;
+    }
     headers::check_content_type(headers)?;
-    headers::protocol_version(headers)?;
     let bytes = read_body(headers, body, config.max_body_bytes).await?;
     let decoded = jsonrpc::decode_body(&bytes).map_err(HttpError::bad_request)?;
-    let is_batch = matches!(decoded, jsonrpc::Body::Batch(_));
     let session_id = headers::session_id(headers);
+    if stateless::is_modern_post(headers, session_id, &decoded) {
+        return Ok(stateless::serve_post(shared, headers, decoded).await);
+    }
+    headers::protocol_version(headers)?;
+    let is_batch = matches!(decoded, jsonrpc::Body::Batch(_));
 
     let initialize = decoded
         .messages()

@@ -127,7 +127,7 @@ fn to_sse(event: OutEvent) -> Sse {
     }
 }
 
-fn sse_headers(body: Body) -> Response {
+pub(crate) fn sse_headers(body: Body) -> Response {
     let mut response = Response::new(body);
     let headers = response.headers_mut();
     headers.insert(

@@ -1,0 +1,296 @@
+//! The 2026-07-28 request envelope: the per-request `_meta` keys and the routing headers
+//! that must agree with the body (spec 2026-07-28 `basic/index.mdx` "Per-request protocol
+//! fields", `basic/transports/streamable-http.mdx` "Request Metadata", "Server Validation",
+//! "Custom Headers from Tool Parameters").
+//!
+//! Checks run in the order of `shared/spec/stateless-2026-07-28.md` §2.5, so each failure
+//! gets the code the table gives it: duplicated routing header -32020, missing envelope
+//! -32602, header/body disagreement -32020, unsupported version -32022, `Mcp-Param-*`
+//! disagreement -32020.
+
+use axum::http::HeaderMap;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::{Map, Value, json};
+
+use crate::features::Features;
+use crate::jsonrpc::{RpcError, codes};
+use crate::protocol::{ClientInfo, LogLevel, MODERN_VERSION};
+
+pub(crate) const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+pub(crate) const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+pub(crate) const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+pub(crate) const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+
+const HEADER_PROTOCOL_VERSION: &str = "mcp-protocol-version";
+const HEADER_METHOD: &str = "mcp-method";
+const HEADER_NAME: &str = "mcp-name";
+const HEADER_PARAM_PREFIX: &str = "mcp-param-";
+
+/// What the envelope of one valid modern request says.
+#[derive(Debug)]
+pub(crate) struct Envelope {
+    pub client: ClientInfo,
+    pub log_level: Option<LogLevel>,
+    pub progress_token: Option<Value>,
+}
+
+fn mismatch(message: impl Into<String>) -> RpcError {
+    RpcError::new(codes::HEADER_MISMATCH, message)
+}
+
+/// Whether a body carries the modern claim: `params._meta` names a protocol version.
+pub(crate) fn has_modern_claim(params: Option<&Value>) -> bool {
+    params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(META_PROTOCOL_VERSION))
+        .is_some()
+}
+
+/// A header's single value, OWS-trimmed; `Err` when it is sent more than once.
+fn single_header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, RpcError> {
+    let mut values = headers.get_all(name).iter();
+    let first = values.next();
+    if values.next().is_some() {
+        return Err(mismatch(format!(
+            "the {name} header is sent more than once"
+        )));
+    }
+    Ok(first.map(|v| v.to_str().unwrap_or("\u{fffd}").trim_matches([' ', '\t'])))
+}
+
+/// Decodes a header value: verbatim, or `=?base64?…?=` for values that are not plain
+/// printable ASCII. `None` when the wrapper is malformed.
+pub(crate) fn decode_header_value(raw: &str) -> Option<String> {
+    match raw
+        .strip_prefix("=?base64?")
+        .and_then(|r| r.strip_suffix("?="))
+    {
+        Some(encoded) => String::from_utf8(STANDARD.decode(encoded).ok()?).ok(),
+        None => Some(raw.to_string()),
+    }
+}
+
+/// Validates headers and `_meta` of a modern request.
+pub(crate) fn validate(
+    headers: &HeaderMap,
+    method: &str,
+    params: Option<&Value>,
+    features: &Features,
+) -> Result<Envelope, RpcError> {
+    let header_version = single_header(headers, HEADER_PROTOCOL_VERSION)?;
+    let header_method = single_header(headers, HEADER_METHOD)?;
+    let header_name = single_header(headers, HEADER_NAME)?;
+
+    let meta = params.and_then(|p| p.get("_meta")).and_then(Value::as_object).ok_or_else(|| {
+        RpcError::invalid_params(format!(
+            "missing params._meta: a {MODERN_VERSION} request carries {META_PROTOCOL_VERSION} and {META_CLIENT_CAPABILITIES} in params._meta"
+        ))
+    })?;
+    let body_version = meta.get(META_PROTOCOL_VERSION).ok_or_else(|| {
+        RpcError::invalid_params(format!("params._meta lacks {META_PROTOCOL_VERSION}"))
+    })?;
+    let capabilities = meta
+        .get(META_CLIENT_CAPABILITIES)
+        .filter(|c| c.is_object())
+        .ok_or_else(|| {
+            RpcError::invalid_params(format!(
+                "params._meta lacks the object {META_CLIENT_CAPABILITIES}"
+            ))
+        })?;
+
+    let body_version_str = body_version.as_str();
+    match header_version {
+        None => {
+            return Err(mismatch(
+                "the MCP-Protocol-Version header is required on every request",
+            ));
+        }
+        Some(h) if Some(h) != body_version_str => {
+            return Err(mismatch(format!(
+                "MCP-Protocol-Version header {h:?} differs from the body's {body_version}"
+            )));
+        }
+        Some(_) => {}
+    }
+    match header_method {
+        None => {
+            return Err(mismatch(
+                "the Mcp-Method header is required on every request",
+            ));
+        }
+        Some(h) if h != method => {
+            return Err(mismatch(format!(
+                "Mcp-Method header {h:?} differs from the body's {method:?}"
+            )));
+        }
+        Some(_) => {}
+    }
+    check_name_header(header_name, method, params)?;
+
+    let version = body_version_str.ok_or_else(|| {
+        RpcError::invalid_params(format!("{META_PROTOCOL_VERSION} must be a string"))
+    })?;
+    if version != MODERN_VERSION {
+        return Err(RpcError::new(
+            codes::UNSUPPORTED_PROTOCOL_VERSION,
+            format!("protocol version {version:?} is not supported; this endpoint serves {MODERN_VERSION} per request, or the handshake revisions through initialize"),
+        )
+        .with_data(json!({ "supported": [MODERN_VERSION], "requested": version })));
+    }
+    if method == "tools/call" {
+        check_param_headers(headers, params, features)?;
+    }
+    let log_level = match meta.get(META_LOG_LEVEL) {
+        None | Some(Value::Null) => None,
+        Some(level) => Some(
+            serde_json::from_value::<LogLevel>(level.clone()).map_err(|_| {
+                RpcError::invalid_params(format!(
+                    "{META_LOG_LEVEL} must be one of: {}",
+                    LogLevel::NAMES
+                ))
+            })?,
+        ),
+    };
+    let client = ClientInfo {
+        implementation: meta.get(META_CLIENT_INFO).cloned().unwrap_or(Value::Null),
+        capabilities: capabilities.clone(),
+        protocol_version: None,
+    };
+    let progress_token = meta
+        .get("progressToken")
+        .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+        .cloned();
+    Ok(Envelope {
+        client,
+        log_level,
+        progress_token,
+    })
+}
+
+/// `Mcp-Name` must name the body's tool or prompt name, or resource URI.
+fn check_name_header(
+    header: Option<&str>,
+    method: &str,
+    params: Option<&Value>,
+) -> Result<(), RpcError> {
+    let field = match method {
+        "tools/call" | "prompts/get" => "name",
+        "resources/read" => "uri",
+        _ => return Ok(()),
+    };
+    let Some(body) = params.and_then(|p| p.get(field)).and_then(Value::as_str) else {
+        return Ok(());
+    };
+    let Some(raw) = header else {
+        return Err(mismatch(format!(
+            "the Mcp-Name header is required on {method}"
+        )));
+    };
+    match decode_header_value(raw) {
+        Some(decoded) if decoded == body => Ok(()),
+        Some(decoded) => Err(mismatch(format!(
+            "Mcp-Name header {decoded:?} differs from the body's {field} {body:?}"
+        ))),
+        None => Err(mismatch(
+            "Mcp-Name header has a malformed =?base64?…?= value",
+        )),
+    }
+}
+
+/// Tool arguments mirrored into `Mcp-Param-<token>` headers by `x-mcp-header` must agree
+/// with the body: present exactly when the argument is, and equal to it.
+fn check_param_headers(
+    headers: &HeaderMap,
+    params: Option<&Value>,
+    features: &Features,
+) -> Result<(), RpcError> {
+    let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else {
+        return Ok(());
+    };
+    let Some(tool) = features.tool(name) else {
+        return Ok(());
+    };
+    let Some(properties) = tool
+        .descriptor()
+        .pointer("/inputSchema/properties")
+        .and_then(Value::as_object)
+    else {
+        return Ok(());
+    };
+    let empty = Map::new();
+    let arguments = params
+        .and_then(|p| p.get("arguments"))
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    for (property, schema) in properties {
+        let Some(token) = schema.get("x-mcp-header").and_then(Value::as_str) else {
+            continue;
+        };
+        let header = format!("{HEADER_PARAM_PREFIX}{}", token.to_ascii_lowercase());
+        let raw = single_header(headers, &header)?;
+        let value = arguments.get(property).filter(|v| !v.is_null());
+        match (value, raw) {
+            (None, None) => {}
+            (Some(_), None) => {
+                return Err(mismatch(format!(
+                    "argument {property:?} is set but the Mcp-Param-{token} header is missing"
+                )));
+            }
+            (None, Some(_)) => {
+                return Err(mismatch(format!(
+                    "the Mcp-Param-{token} header is set but argument {property:?} is absent"
+                )));
+            }
+            (Some(value), Some(raw)) => {
+                let decoded = decode_header_value(raw).ok_or_else(|| {
+                    mismatch(format!(
+                        "Mcp-Param-{token} has a malformed =?base64?…?= value"
+                    ))
+                })?;
+                if !header_matches(value, &decoded) {
+                    return Err(mismatch(format!(
+                        "Mcp-Param-{token} header {decoded:?} differs from argument {property:?} = {value}"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn header_matches(value: &Value, header: &str) -> bool {
+    match value {
+        Value::String(s) => s == header,
+        Value::Bool(b) => header == if *b { "true" } else { "false" },
+        // Integers compare numerically, so `42` matches `42.0`.
+        Value::Number(n) => header
+            .parse::<f64>()
+            .ok()
+            .zip(n.as_f64())
+            .is_some_and(|(h, v)| h == v),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_values_decode_plain_and_base64() {
+        assert_eq!(decode_header_value("echo").as_deref(), Some("echo"));
+        assert_eq!(
+            decode_header_value("=?base64?w6ljaG8=?=").as_deref(),
+            Some("écho")
+        );
+        assert_eq!(decode_header_value("=?base64?!!!?="), None);
+    }
+
+    #[test]
+    fn param_values_compare_by_type() {
+        assert!(header_matches(&json!(42), "42.0"));
+        assert!(header_matches(&json!(true), "true"));
+        assert!(!header_matches(&json!("a"), "b"));
+    }
+}

@@ -1,0 +1,117 @@
+//! The [`ClientLink`] of a stateless request: notifications go to that request's own
+//! response stream, and server→client requests become input requests (MRTR).
+//!
+//! A handler that asks the client (`elicit`, `sample`, `list_roots`) gets the answer if the
+//! retry brought it; otherwise the request is recorded and the handler gets
+//! [`ClientRequestError::InputRequired`], which ends this run. Inputs are keyed by the order
+//! in which the handler asks (`input-0`, `input-1`, ...), so a handler that runs again from
+//! the start asks the same questions under the same keys and receives the answers in turn.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use bytes::Bytes;
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::context::{ClientLink, ClientRequestError};
+use crate::jsonrpc::{self, RequestId};
+use crate::protocol::LogLevel;
+
+/// Input requests one run may collect before further asks are dropped: a handler that
+/// loops on unanswered input must not grow the reply without bound.
+pub(crate) const MAX_INPUT_REQUESTS: usize = 16;
+
+/// What a run produces before its final reply.
+pub(crate) enum Frame {
+    Notification(Bytes),
+    Final {
+        status: axum::http::StatusCode,
+        body: Bytes,
+    },
+}
+
+pub(crate) struct StatelessLink {
+    out: mpsc::Sender<Frame>,
+    log_level: Option<LogLevel>,
+    answers: BTreeMap<String, Value>,
+    asked: AtomicUsize,
+    needed: mpsc::Sender<(String, Value)>,
+    missing_capability: OnceLock<&'static str>,
+}
+
+impl StatelessLink {
+    pub fn new(
+        out: mpsc::Sender<Frame>,
+        log_level: Option<LogLevel>,
+        answers: BTreeMap<String, Value>,
+        needed: mpsc::Sender<(String, Value)>,
+    ) -> Self {
+        StatelessLink {
+            out,
+            log_level,
+            answers,
+            asked: AtomicUsize::new(0),
+            needed,
+            missing_capability: OnceLock::new(),
+        }
+    }
+
+    pub fn missing_capability(&self) -> Option<&'static str> {
+        self.missing_capability.get().copied()
+    }
+}
+
+impl ClientLink for StatelessLink {
+    fn notify(
+        &self,
+        _origin: &RequestId,
+        method: &'static str,
+        params: Value,
+        level: Option<LogLevel>,
+    ) -> BoxFuture<'_, ()> {
+        // Logs are sent only when the request asked for them, at or above its level
+        // (spec 2026-07-28 `server/utilities/logging.mdx`).
+        if let Some(level) = level {
+            if self.log_level.is_none_or(|min| level < min) {
+                return Box::pin(async {});
+            }
+        }
+        let frame = Frame::Notification(jsonrpc::encode_notification(method, Some(&params)));
+        Box::pin(async move {
+            let _ = self.out.send(frame).await;
+        })
+    }
+
+    fn request(
+        &self,
+        _origin: &RequestId,
+        method: &'static str,
+        params: Value,
+    ) -> BoxFuture<'_, Result<Value, ClientRequestError>> {
+        let key = format!("input-{}", self.asked.fetch_add(1, Ordering::Relaxed));
+        let answer = self.answers.get(&key).cloned();
+        Box::pin(async move {
+            match answer {
+                Some(answer) => Ok(answer),
+                None => {
+                    let _ = self
+                        .needed
+                        .try_send((key, json!({ "method": method, "params": params })));
+                    Err(ClientRequestError::InputRequired)
+                }
+            }
+        })
+    }
+
+    fn close_stream(&self, _origin: &RequestId) -> BoxFuture<'_, ()> {
+        // Stateless streams are not resumable, so there is no connection to close early.
+        Box::pin(async {})
+    }
+
+    fn capability_missing(&self, capability: &'static str) {
+        let _ = self.missing_capability.set(capability);
+    }
+}

@@ -1,0 +1,278 @@
+//! `subscriptions/listen`: the 2026-07-28 replacement for the GET stream and
+//! `resources/subscribe` (spec `basic/patterns/subscriptions.mdx`).
+//!
+//! The stream opens with `notifications/subscriptions/acknowledged` naming what is
+//! honoured, then carries only the requested kinds, each tagged with the listen request's id
+//! as `subscriptionId`. Events come from the server's one event source, the same broadcast
+//! that feeds the sessions' GET streams. A graceful shutdown ends the stream with the final
+//! `complete` result. There is no replay: a stream that falls a whole buffer behind ends,
+//! and the client listens again and refetches.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use sse_stream::{KeepAlive, Sse, SseBody};
+use tokio::sync::broadcast;
+
+use crate::http::error::HttpError;
+use crate::http::headers;
+use crate::http::reply::{TokioTimer, sse_headers};
+use crate::jsonrpc::{self, Request, RequestId, RpcError, codes};
+use crate::server::Shared;
+use crate::session::actor::ServerEvent;
+
+const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// What one listen stream asked for.
+#[derive(Debug, Default, Clone, PartialEq)]
+struct Filter {
+    tools: bool,
+    prompts: bool,
+    resources: bool,
+    uris: Vec<String>,
+}
+
+impl Filter {
+    fn parse(params: Option<&Value>) -> Result<Filter, RpcError> {
+        let Some(spec) = params.and_then(|p| p.get("notifications")) else {
+            return Ok(Filter::default());
+        };
+        let flag = |name: &str| spec.get(name).and_then(Value::as_bool).unwrap_or(false);
+        let uris = match spec.get("resourceSubscriptions") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|u| u.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| {
+                    RpcError::invalid_params("resourceSubscriptions must be an array of URIs")
+                })?,
+            Some(_) => {
+                return Err(RpcError::invalid_params(
+                    "resourceSubscriptions must be an array of URIs",
+                ));
+            }
+        };
+        Ok(Filter {
+            tools: flag("toolsListChanged"),
+            prompts: flag("promptsListChanged"),
+            resources: flag("resourcesListChanged"),
+            uris,
+        })
+    }
+
+    /// The honoured subset, as the acknowledgement reports it: requested kinds only.
+    fn honoured(&self) -> Value {
+        let mut out = serde_json::Map::new();
+        for (on, key) in [
+            (self.tools, "toolsListChanged"),
+            (self.prompts, "promptsListChanged"),
+            (self.resources, "resourcesListChanged"),
+        ] {
+            if on {
+                out.insert(key.into(), json!(true));
+            }
+        }
+        if !self.uris.is_empty() {
+            out.insert("resourceSubscriptions".into(), json!(self.uris));
+        }
+        Value::Object(out)
+    }
+
+    /// The notification for `event`, if this stream asked for it.
+    fn select(&self, event: &ServerEvent, id: &RequestId) -> Option<jsonrpc::Message> {
+        let meta = json!({ SUBSCRIPTION_ID: id });
+        let (method, params) = match event {
+            ServerEvent::ToolsListChanged if self.tools => {
+                ("notifications/tools/list_changed", json!({ "_meta": meta }))
+            }
+            ServerEvent::PromptsListChanged if self.prompts => (
+                "notifications/prompts/list_changed",
+                json!({ "_meta": meta }),
+            ),
+            ServerEvent::ResourcesListChanged if self.resources => (
+                "notifications/resources/list_changed",
+                json!({ "_meta": meta }),
+            ),
+            ServerEvent::ResourceUpdated { uri } if self.covers(uri) => (
+                "notifications/resources/updated",
+                json!({ "uri": uri, "_meta": meta }),
+            ),
+            _ => return None,
+        };
+        Some(jsonrpc::Message::Notification(jsonrpc::Notification {
+            method: method.into(),
+            params: Some(params),
+        }))
+    }
+
+    /// A subscription covers its URI and the resources beneath it.
+    fn covers(&self, uri: &str) -> bool {
+        self.uris.iter().any(|u| {
+            uri == u
+                || uri
+                    .strip_prefix(u.as_str())
+                    .is_some_and(|rest| rest.starts_with('/'))
+        })
+    }
+}
+
+/// A slot among `modern.max_listen_streams`, given back on drop.
+struct ListenSlot(Arc<Shared>);
+
+impl Drop for ListenSlot {
+    fn drop(&mut self) {
+        self.0.listen_streams.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+pub(crate) async fn open(
+    shared: &Arc<Shared>,
+    headers_in: &HeaderMap,
+    request: Request,
+) -> Response {
+    if headers::check_get_accept(headers_in).is_err() {
+        return HttpError::new(
+            StatusCode::NOT_ACCEPTABLE,
+            codes::SERVER_ERROR,
+            "Not Acceptable: subscriptions/listen answers with an SSE stream; accept text/event-stream",
+        )
+        .into_response();
+    }
+    let filter = match Filter::parse(request.params.as_ref()) {
+        Ok(f) => f,
+        Err(e) => return super::error_reply(Some(&request.id), e),
+    };
+    let limit = shared.config.modern.max_listen_streams;
+    if shared
+        .listen_streams
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < limit).then_some(n + 1)
+        })
+        .is_err()
+    {
+        tracing::warn!(
+            limit,
+            "subscriptions/listen refused: too many listen streams"
+        );
+        return HttpError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            codes::SERVER_ERROR,
+            format!("the server has {limit} listen streams open (modern.max_listen_streams); retry later"),
+        )
+        .retry_after(5)
+        .into_response();
+    }
+    let slot = ListenSlot(Arc::clone(shared));
+    let events = shared.events.subscribe();
+    let id = request.id;
+    let ack = jsonrpc::encode_notification(
+        "notifications/subscriptions/acknowledged",
+        Some(&json!({ "_meta": { SUBSCRIPTION_ID: id }, "notifications": filter.honoured() })),
+    );
+    tracing::debug!(subscription = %id, ?filter, "listen stream opened");
+    let state = Listening {
+        shared: Arc::clone(shared),
+        filter,
+        id,
+        events,
+        _slot: slot,
+        done: false,
+    };
+    let stream = futures_util::stream::once(async move { frame(ack) })
+        .chain(futures_util::stream::unfold(state, Listening::next_frame))
+        .map(Ok::<_, Infallible>);
+    let keep_alive = KeepAlive::new().interval(shared.config.http.sse_keep_alive);
+    sse_headers(Body::new(SseBody::<_, TokioTimer>::new_keep_alive(
+        stream, keep_alive,
+    )))
+}
+
+use futures_util::StreamExt;
+
+struct Listening {
+    shared: Arc<Shared>,
+    filter: Filter,
+    id: RequestId,
+    events: broadcast::Receiver<Arc<ServerEvent>>,
+    _slot: ListenSlot,
+    done: bool,
+}
+
+impl Listening {
+    async fn next_frame(mut self) -> Option<(Sse, Self)> {
+        if self.done {
+            return None;
+        }
+        loop {
+            tokio::select! {
+                event = self.events.recv() => match event {
+                    Ok(event) => {
+                        if let Some(jsonrpc::Message::Notification(n)) = self.filter.select(&event, &self.id) {
+                            return Some((frame(jsonrpc::encode_notification(&n.method, n.params.as_ref())), self));
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(missed)) => {
+                        tracing::warn!(subscription = %self.id, missed, "listen stream fell behind; ended so the client listens again");
+                        return None;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                },
+                () = self.shared.shutdown.cancelled() => {
+                    self.done = true;
+                    let result = super::stamp(&self.shared, "subscriptions/listen", json!({ "_meta": { SUBSCRIPTION_ID: self.id } }));
+                    return Some((frame(jsonrpc::encode_response(Some(&self.id), &Ok(result))), self));
+                }
+            }
+        }
+    }
+}
+
+fn frame(data: bytes::Bytes) -> Sse {
+    Sse {
+        id: None,
+        data: Some(String::from_utf8_lossy(&data).into_owned()),
+        retry: None,
+        event: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_requested_kinds_pass_the_filter() {
+        let f = Filter::parse(Some(&json!({ "notifications": { "toolsListChanged": true, "resourceSubscriptions": ["file:///a"] } }))).unwrap();
+        let id = RequestId::Number(3);
+        assert!(f.select(&ServerEvent::ToolsListChanged, &id).is_some());
+        assert!(f.select(&ServerEvent::PromptsListChanged, &id).is_none());
+        assert!(
+            f.select(
+                &ServerEvent::ResourceUpdated {
+                    uri: "file:///a/b".into()
+                },
+                &id
+            )
+            .is_some()
+        );
+        assert!(
+            f.select(
+                &ServerEvent::ResourceUpdated {
+                    uri: "file:///ab".into()
+                },
+                &id
+            )
+            .is_none()
+        );
+        assert_eq!(
+            f.honoured(),
+            json!({ "toolsListChanged": true, "resourceSubscriptions": ["file:///a"] })
+        );
+    }
+}
