@@ -83,9 +83,12 @@ pub(crate) enum SessionMsg {
     CloseStream {
         origin: RequestId,
     },
-    /// From a handler task: the encoded response to client request `id`.
+    /// From a handler task: the encoded response to client request `id`. `task` tells a
+    /// late message from a cancelled task apart from the answer of a newer request that
+    /// reused the id.
     Finished {
         id: RequestId,
+        task: tokio::task::Id,
         response: Bytes,
     },
     Broadcast(Arc<ServerEvent>),
@@ -239,10 +242,16 @@ impl SessionActor {
                     stream.detach();
                 }
             }
-            SessionMsg::Finished { id, response } => {
-                if let Some(flight) = self.in_flight.remove(&id) {
-                    self.cancel_client_requests_of(&id, "the request that asked finished");
-                    self.deliver_response(flight.stream, response);
+            SessionMsg::Finished { id, task, response } => {
+                if self
+                    .in_flight
+                    .get(&id)
+                    .is_some_and(|f| f.abort.id() == task)
+                {
+                    if let Some(flight) = self.in_flight.remove(&id) {
+                        self.cancel_client_requests_of(&id, "the request that asked finished");
+                        self.deliver_response(flight.stream, response);
+                    }
                 }
             }
             SessionMsg::Broadcast(event) => self.on_server_event(&event),
@@ -364,6 +373,7 @@ impl SessionActor {
             let _ = tx
                 .send(SessionMsg::Finished {
                     id: task_id,
+                    task: tokio::task::id(),
                     response,
                 })
                 .await;
