@@ -44,7 +44,13 @@ async fn handle_post(
     }
     headers::check_content_type(headers)?;
     let bytes = read_body(headers, body, config.max_body_bytes).await?;
-    let decoded = jsonrpc::decode_body(&bytes).map_err(HttpError::bad_request)?;
+    let decoded = match jsonrpc::decode_body(&bytes) {
+        Ok(decoded) => decoded,
+        Err(e) if stateless::is_modern_header(headers) => {
+            return Ok(stateless::error_reply(None, e));
+        }
+        Err(e) => return Err(HttpError::bad_request(e)),
+    };
     let session_id = headers::session_id(headers);
     if stateless::is_modern_post(headers, session_id, &decoded) {
         return Ok(stateless::serve_post(shared, headers, decoded).await);
@@ -98,13 +104,21 @@ async fn handle_post(
     }
 }
 
-/// Reads the body up to the configured limit; larger bodies get 413 without being read
-/// whole when Content-Length announces them.
+/// How much of an oversized body is read and thrown away before the 413 goes out. A server
+/// that answers and closes while the client is still sending makes many clients lose the
+/// answer to a reset ("broken pipe", RFC 9112 §9.6); draining a bounded amount first lets
+/// them read it. Nothing drained is kept.
+const DRAIN_BYTES: usize = 64 * 1024 * 1024;
+const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Reads the body up to the configured limit; a larger body gets 413 and is never buffered.
 async fn read_body(
     headers: &HeaderMap,
     body: Body,
     limit: usize,
 ) -> Result<bytes::Bytes, HttpError> {
+    use http_body_util::BodyExt;
+
     let too_large = || {
         tracing::warn!(limit, "request body over http.max_body_bytes refused");
         HttpError::new(
@@ -117,22 +131,52 @@ async fn read_body(
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
+    let mut body = body;
     if declared.is_some_and(|n| n > limit as u64) {
+        drain(&mut body).await;
         return Err(too_large());
     }
-    axum::body::to_bytes(body, limit).await.map_err(|e| {
-        let inner = e.into_inner();
-        if inner
-            .downcast_ref::<http_body_util::LengthLimitError>()
-            .is_some()
-        {
-            too_large()
-        } else {
+    let mut buf = bytes::BytesMut::with_capacity(declared.map_or(0, |n| n as usize));
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| {
             HttpError::bad_request(RpcError::parse_error(format!(
-                "could not read the request body: {inner}"
+                "could not read the request body: {e}"
             )))
+        })?;
+        if let Ok(data) = frame.into_data() {
+            if buf.len() + data.len() > limit {
+                drain(&mut body).await;
+                return Err(too_large());
+            }
+            buf.extend_from_slice(&data);
         }
-    })
+    }
+    Ok(buf.freeze())
+}
+
+/// Reads and discards what is left of a body, within [`DRAIN_BYTES`] and [`DRAIN_TIME`].
+async fn drain(body: &mut Body) {
+    use http_body_util::BodyExt;
+
+    let discard = async {
+        let mut seen = 0usize;
+        loop {
+            match body.frame().await {
+                Some(Ok(frame)) => seen += frame.data_ref().map_or(0, |d| d.len()),
+                Some(Err(e)) => {
+                    tracing::debug!(error = %e, seen, "oversized body: read error while draining");
+                    break;
+                }
+                None => break,
+            }
+            if seen > DRAIN_BYTES {
+                break;
+            }
+        }
+        seen
+    };
+    let drained = tokio::time::timeout(DRAIN_TIME, discard).await;
+    tracing::debug!(?drained, "oversized body drained");
 }
 
 /// Answers `initialize` and starts the session (spec `basic/lifecycle.mdx`).

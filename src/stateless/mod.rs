@@ -118,14 +118,19 @@ fn status_for(code: i64) -> StatusCode {
     }
 }
 
-/// An error reply echoing the request id when it is known.
-fn error_reply(id: Option<&RequestId>, mut error: RpcError) -> Response {
+/// An error reply echoing the request id, or `"id": null` when the id could not be read
+/// (JSON-RPC 2.0 §5, as the 2026-07-28 reference servers answer).
+pub(crate) fn error_reply(id: Option<&RequestId>, mut error: RpcError) -> Response {
     if error.code == codes::RESOURCE_NOT_FOUND {
         // 2026-07-28 reports unknown resources as invalid params (`server/resources.mdx`).
         error.code = codes::INVALID_PARAMS;
     }
     let status = status_for(error.code);
-    json_reply(status, jsonrpc::encode_response(id, &Err(error)))
+    let body = match id {
+        Some(id) => jsonrpc::encode_response(Some(id), &Err(error)),
+        None => Bytes::from(json!({ "jsonrpc": "2.0", "id": null, "error": error }).to_string()),
+    };
+    json_reply(status, body)
 }
 
 fn json_reply(status: StatusCode, body: Bytes) -> Response {
