@@ -58,6 +58,7 @@ mod http;
 pub mod jsonrpc;
 pub mod protocol;
 pub mod providers;
+pub mod reload;
 mod server;
 pub mod session;
 pub mod stateless;
