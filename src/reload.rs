@@ -129,13 +129,16 @@ pub fn spawn(
     watch: bool,
     debounce: Duration,
 ) -> tokio::task::JoinHandle<()> {
+    // Installed before returning, so a SIGHUP right after startup cannot take the default
+    // action (ending the process).
+    let mut hangup = hangup_signal();
+    let (tx, mut changes) = mpsc::channel::<()>(1);
+    let file_watcher = match (&reloader, watch) {
+        (Some(r), true) => watch_file(&r.path, tx),
+        _ => None,
+    };
     tokio::spawn(async move {
-        let (tx, mut changes) = mpsc::channel::<()>(1);
-        let _file_watcher = match (&reloader, watch) {
-            (Some(r), true) => watch_file(&r.path, tx),
-            _ => None,
-        };
-        let mut hangup = hangup_signal();
+        let _file_watcher = file_watcher;
         loop {
             tokio::select! {
                 Some(()) = hangup.recv() => {
