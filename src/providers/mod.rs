@@ -220,7 +220,7 @@ pub(crate) fn input_schema(
 
 /// Resolves a configured path against the configuration file's directory.
 pub(crate) fn resolve(base_dir: &Path, path: &Path) -> PathBuf {
-    if path.is_absolute() {
+    if path.is_absolute() || base_dir == Path::new(".") {
         path.to_path_buf()
     } else {
         base_dir.join(path)
