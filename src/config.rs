@@ -11,6 +11,16 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+mod locate;
+pub mod providers;
+
+use locate::locate_key;
+pub use providers::{
+    BodyMode, CommandToolsSection, FileResourcesSection, HttpToolsSection, IconConfig,
+    PromptArgumentConfig, PromptConfig, PromptMessageConfig, ReloadSection, ResourceConfig,
+    ResourceKind, ToolAnnotations, ToolConfig, ToolKind,
+};
+
 /// The embedded configuration served when `mcp-actor` runs without `--config`.
 pub const DEFAULT_CONFIG_TOML: &str = include_str!("../config/default.toml");
 
@@ -25,8 +35,14 @@ pub struct Config {
     pub replay: ReplaySection,
     pub pagination: PaginationSection,
     pub modern: ModernSection,
+    pub command_tools: CommandToolsSection,
+    pub http_tools: HttpToolsSection,
+    pub file_resources: FileResourcesSection,
+    pub reload: ReloadSection,
     /// Tools the binary exposes. The library API registers tools in code instead.
     pub tools: Vec<ToolConfig>,
+    pub resources: Vec<ResourceConfig>,
+    pub prompts: Vec<PromptConfig>,
 }
 
 /// `[server]`: identity and where to listen.
@@ -260,18 +276,6 @@ impl Default for ModernSection {
     }
 }
 
-/// One `[[tools]]` entry of the binary's configuration.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ToolConfig {
-    /// The name of a builtin tool: `echo`, `sleep`, `ask` or `sample`.
-    pub builtin: String,
-    /// Exposed name; defaults to the builtin's name.
-    pub name: Option<String>,
-    /// Overrides the builtin's description.
-    pub description: Option<String>,
-}
-
 /// A configuration error, located in its file.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -288,6 +292,23 @@ pub enum ConfigError {
         key: String,
         message: String,
     },
+    /// Every error found in one pass (the providers report all of theirs at once).
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Several(Vec<ConfigError>),
+}
+
+impl ConfigError {
+    /// An error about `key` (dotted, as `tools[2].command`), located in `text`.
+    pub fn at_key(text: &str, origin: &str, key: &str, message: impl Into<String>) -> Self {
+        let (line, column) = locate_key(text, key);
+        ConfigError::Invalid {
+            path: origin.into(),
+            line,
+            column,
+            key: format!("{key}: "),
+            message: message.into(),
+        }
+    }
 }
 
 impl Config {
@@ -309,16 +330,9 @@ impl Config {
             let key = e.path().to_string();
             toml_error(text, origin, &key, e.inner())
         })?;
-        config.validate().map_err(|(key, message)| {
-            let (line, column) = locate_key(text, &key);
-            ConfigError::Invalid {
-                path: origin.into(),
-                line,
-                column,
-                key: format!("{key}: "),
-                message,
-            }
-        })?;
+        config
+            .validate()
+            .map_err(|(key, message)| ConfigError::at_key(text, origin, &key, message))?;
         Ok(config)
     }
 
@@ -356,6 +370,23 @@ impl Config {
             ("pagination.page_size", self.pagination.page_size),
             ("modern.max_listen_streams", self.modern.max_listen_streams),
             ("modern.listen_buffer", self.modern.listen_buffer),
+            (
+                "command_tools.max_processes",
+                self.command_tools.max_processes,
+            ),
+            (
+                "command_tools.max_processes_per_session",
+                self.command_tools.max_processes_per_session,
+            ),
+            (
+                "command_tools.max_output_bytes",
+                self.command_tools.max_output_bytes,
+            ),
+            (
+                "http_tools.max_response_bytes",
+                self.http_tools.max_response_bytes,
+            ),
+            ("file_resources.max_bytes", self.file_resources.max_bytes),
         ];
         for (key, value) in positive {
             if value == 0 {
@@ -370,6 +401,8 @@ impl Config {
                 "client_requests.max_timeout",
                 self.client_requests.max_timeout,
             ),
+            ("command_tools.timeout", self.command_tools.timeout),
+            ("http_tools.timeout", self.http_tools.timeout),
         ];
         for (key, value) in durations {
             if value.is_zero() {
@@ -387,30 +420,7 @@ impl Config {
                 return bad("modern.request_state_key", &msg);
             }
         }
-        let mut seen = std::collections::HashSet::new();
-        for (i, tool) in self.tools.iter().enumerate() {
-            let name = tool.name.as_deref().unwrap_or(&tool.builtin);
-            if !crate::providers::builtin::NAMES.contains(&tool.builtin.as_str()) {
-                return Err((
-                    format!("tools[{i}].builtin"),
-                    format!(
-                        "unknown builtin {:?}; expected one of: {}",
-                        tool.builtin,
-                        crate::providers::builtin::NAMES.join(", ")
-                    ),
-                ));
-            }
-            if let Err(msg) = crate::features::tools::validate_tool_name(name) {
-                return Err((format!("tools[{i}].name"), msg));
-            }
-            if !seen.insert(name.to_string()) {
-                return Err((
-                    format!("tools[{i}].name"),
-                    format!("duplicate tool name {name:?}"),
-                ));
-            }
-        }
-        Ok(())
+        providers::validate(&self.tools, &self.resources, &self.prompts)
     }
 }
 
@@ -439,32 +449,6 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
-/// Best-effort line of a dotted key such as `sessions.idle_ttl`, for errors found after
-/// parsing: the first line that sets its last segment after its table header.
-fn locate_key(text: &str, key: &str) -> (usize, usize) {
-    let segments: Vec<&str> = key.split('.').collect();
-    let Some(last) = segments.last().map(|s| s.split('[').next().unwrap_or(s)) else {
-        return (1, 1);
-    };
-    let table = segments
-        .first()
-        .map(|s| s.split('[').next().unwrap_or(s))
-        .unwrap_or("");
-    let mut in_table = segments.len() == 1;
-    for (i, line) in text.lines().enumerate() {
-        let trimmed = line.trim_start();
-        if trimmed.starts_with('[') {
-            let name = trimmed.trim_matches(|c| c == '[' || c == ']' || c == ' ');
-            in_table = name == table;
-            continue;
-        }
-        if in_table && trimmed.split(['=', ' ']).next() == Some(last) {
-            return (i + 1, line.len() - trimmed.len() + 1);
-        }
-    }
-    (1, 1)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -482,6 +466,8 @@ mod tests {
         assert!(parsed.server.instructions.is_some());
         parsed.server.instructions = None;
         parsed.tools.clear();
+        parsed.resources.clear();
+        parsed.prompts.clear();
         assert_eq!(parsed, Config::default());
     }
 

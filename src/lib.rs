@@ -58,6 +58,7 @@ mod http;
 pub mod jsonrpc;
 pub mod protocol;
 pub mod providers;
+pub mod reload;
 mod server;
 pub mod session;
 pub mod stateless;
@@ -67,6 +68,7 @@ pub use context::{ClientRequestError, RequestContext};
 pub use features::prompts::Prompt;
 pub use features::resources::{Resource, ResourceError, ResourceTemplate};
 pub use features::tools::{Tool, ToolError};
+pub use features::{FeatureSet, ListChanges};
 pub use protocol::{
     CallToolResult, Content, GetPromptResult, PromptArgument, PromptMessage, ResourceContents, Role,
 };

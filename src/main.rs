@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use mcp_actor::{Config, Server, providers};
+use mcp_actor::Server;
+use mcp_actor::providers::{LoadedConfig, ProviderRuntime, ResourceWatcher};
+use mcp_actor::reload::{self, Reloader};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
@@ -43,18 +45,24 @@ async fn main() -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
-    let mut config = match &cli.config {
-        Some(path) => Config::load(path)?,
-        None => Config::parse(
-            mcp_actor::config::DEFAULT_CONFIG_TOML,
-            "<embedded default config>",
-        )?,
-    };
+    let loaded = LoadedConfig::read(cli.config.as_deref())?;
+    let mut config = loaded.config.clone();
     if let Some(listen) = cli.listen {
         config.server.listen = listen;
     }
-    let tools = config.tools.clone();
-    let server = providers::builtin::register(Server::builder().config(config), &tools).build()?;
+    let runtime = ProviderRuntime::new(&config)?;
+    let provided = loaded.build(&runtime)?;
+    let (watch, debounce) = (config.reload.watch, config.reload.debounce);
+    let server = Server::builder()
+        .config(config)
+        .features(provided.features)
+        .build()?;
+    let resources = ResourceWatcher::start(server.clone(), provided.watch);
+    let reloader = cli
+        .config
+        .clone()
+        .map(|path| Reloader::new(server.clone(), path, runtime, loaded.config, resources));
+    reload::spawn(reloader, watch, debounce);
     let listen = server.config().server.listen;
     let listener = tokio::net::TcpListener::bind(listen)
         .await
@@ -72,11 +80,18 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Everything startup would do short of listening: parse, validate, build every provider.
 fn check(file: &std::path::Path) -> anyhow::Result<()> {
-    match Config::load(file) {
-        Ok(config) => {
-            let tools = config.tools.clone();
-            providers::builtin::register(Server::builder().config(config), &tools).build()?;
+    let built = LoadedConfig::read(Some(file)).and_then(|loaded| {
+        let runtime = ProviderRuntime::new(&loaded.config)?;
+        loaded.build(&runtime).map(|provided| (loaded, provided))
+    });
+    match built {
+        Ok((loaded, provided)) => {
+            Server::builder()
+                .config(loaded.config)
+                .features(provided.features)
+                .build()?;
             println!("{}: ok", file.display());
             Ok(())
         }

@@ -1,14 +1,17 @@
 //! [`Server`] and [`ServerBuilder`]: the library's entry point.
 //!
 //! The builder collects tools, resources and prompts; `build` freezes them into an
-//! immutable [`Features`] shared by every request. `serve` runs the HTTP endpoint on a
-//! listener until a shutdown signal, then ends every session so open SSE streams close.
+//! immutable [`Features`] shared by every request. [`Server::replace_features`] swaps in a
+//! new one atomically (configuration reload) and tells every session what changed. `serve`
+//! runs the HTTP endpoint on a listener until a shutdown signal, then ends every session so
+//! open SSE streams close.
 
 use std::future::Future;
 use std::io;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
+use arc_swap::ArcSwap;
 use axum::serve::ListenerExt;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -19,20 +22,23 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::context::RequestContext;
-use crate::features::Features;
 use crate::features::prompts::Prompt;
 use crate::features::resources::{Resource, ResourceTemplate};
 use crate::features::tools::{Tool, ToolError};
+use crate::features::{FeatureSet, Features, ListChanges};
 use crate::protocol::CallToolResult;
 use crate::session::actor::ServerEvent;
 use crate::session::registry::SessionRegistry;
 use crate::stateless::request_state::RequestStateKey;
 
 /// State shared by every HTTP handler and session actor. Read-only apart from the
-/// registry, which is concurrent by construction.
+/// registry, which is concurrent by construction, and the features, which a reload swaps
+/// whole.
 pub(crate) struct Shared {
     pub config: Config,
-    pub features: Arc<Features>,
+    /// What the server exposes. Handler tasks take their own `Arc` when they are spawned
+    /// (`load_full`), so a swap never changes a call already running.
+    pub features: ArcSwap<Features>,
     pub registry: SessionRegistry,
     /// The initialize result without `protocolVersion`, built once.
     pub initialize_result: Value,
@@ -67,10 +73,7 @@ pub struct Server {
 #[must_use]
 pub struct ServerBuilder {
     config: Config,
-    tools: Vec<Tool>,
-    resources: Vec<Resource>,
-    templates: Vec<ResourceTemplate>,
-    prompts: Vec<Prompt>,
+    features: FeatureSet,
     errors: Vec<String>,
 }
 
@@ -83,10 +86,7 @@ impl Server {
     pub fn builder() -> ServerBuilder {
         ServerBuilder {
             config: Config::default(),
-            tools: Vec::new(),
-            resources: Vec::new(),
-            templates: Vec::new(),
-            prompts: Vec::new(),
+            features: FeatureSet::default(),
             errors: Vec::new(),
         }
     }
@@ -143,6 +143,27 @@ impl Server {
     pub fn notify(&self, event: ServerEvent) {
         self.shared.publish(event);
     }
+
+    /// Replaces everything the server exposes in one atomic swap, then sends every session
+    /// the `list_changed` notifications for the lists that differ. Calls already running
+    /// finish on the features they started with. Nothing changes when `set` is invalid.
+    pub fn replace_features(&self, set: FeatureSet) -> Result<ListChanges, BuildError> {
+        let features = set
+            .into_features(self.shared.config.pagination.page_size)
+            .map_err(BuildError)?;
+        let old = self.shared.features.swap(Arc::new(features));
+        let changes = old.list_changes(&self.shared.features.load());
+        for (changed, event) in [
+            (changes.tools, ServerEvent::ToolsListChanged),
+            (changes.resources, ServerEvent::ResourcesListChanged),
+            (changes.prompts, ServerEvent::PromptsListChanged),
+        ] {
+            if changed {
+                self.shared.publish(event);
+            }
+        }
+        Ok(changes)
+    }
 }
 
 impl ServerBuilder {
@@ -162,7 +183,7 @@ impl ServerBuilder {
         Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
     {
         match Tool::typed(name, description, handler) {
-            Ok(tool) => self.tools.push(tool),
+            Ok(tool) => self.features.tools.push(tool),
             Err(e) => self.errors.push(e.to_string()),
         }
         self
@@ -170,22 +191,31 @@ impl ServerBuilder {
 
     /// Registers a prepared [`Tool`] (raw JSON schema, extra descriptor fields).
     pub fn add_tool(mut self, tool: Tool) -> Self {
-        self.tools.push(tool);
+        self.features.tools.push(tool);
         self
     }
 
     pub fn resource(mut self, resource: Resource) -> Self {
-        self.resources.push(resource);
+        self.features.resources.push(resource);
         self
     }
 
     pub fn resource_template(mut self, template: ResourceTemplate) -> Self {
-        self.templates.push(template);
+        self.features.templates.push(template);
         self
     }
 
     pub fn prompt(mut self, prompt: Prompt) -> Self {
-        self.prompts.push(prompt);
+        self.features.prompts.push(prompt);
+        self
+    }
+
+    /// Adds every tool, resource, template and prompt of `set`.
+    pub fn features(mut self, set: FeatureSet) -> Self {
+        self.features.tools.extend(set.tools);
+        self.features.resources.extend(set.resources);
+        self.features.templates.extend(set.templates);
+        self.features.prompts.extend(set.prompts);
         self
     }
 
@@ -197,28 +227,19 @@ impl ServerBuilder {
 
     pub fn build(self) -> Result<Server, BuildError> {
         let mut errors = self.errors;
-        let mut features = Features::new(self.config.pagination.page_size);
-        for tool in self.tools {
-            if let Err(e) = features.add_tool(tool) {
-                errors.push(e.to_string());
+        let features = match self
+            .features
+            .into_features(self.config.pagination.page_size)
+        {
+            Ok(features) => Some(features),
+            Err(mut duplicates) => {
+                errors.append(&mut duplicates);
+                None
             }
-        }
-        for resource in self.resources {
-            if let Err(e) = features.add_resource(resource) {
-                errors.push(e.to_string());
-            }
-        }
-        for template in self.templates {
-            features.add_template(template);
-        }
-        for prompt in self.prompts {
-            if let Err(e) = features.add_prompt(prompt) {
-                errors.push(e.to_string());
-            }
-        }
-        if !errors.is_empty() {
+        };
+        let Some(features) = features.filter(|_| errors.is_empty()) else {
             return Err(BuildError(errors));
-        }
+        };
         let modern = &self.config.modern;
         let request_state = RequestStateKey::new(
             modern.request_state_key.as_deref(),
@@ -230,7 +251,7 @@ impl ServerBuilder {
         let registry = SessionRegistry::new(self.config.sessions.max_sessions);
         let shared = Shared {
             config: self.config,
-            features: Arc::new(features),
+            features: ArcSwap::from_pointee(features),
             registry,
             initialize_result,
             events,

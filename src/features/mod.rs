@@ -3,7 +3,9 @@
 //!
 //! [`Features`] is immutable once built and shared behind an `Arc`, so any number of tasks
 //! read it without locking. It never touches session state: the session actor and the
-//! stateless path both call into it with a [`RequestContext`].
+//! stateless path both call into it with a [`RequestContext`]. A configuration reload does
+//! not change a `Features`: it builds a new one from a [`FeatureSet`] and the server swaps
+//! the `Arc`, so a call already running keeps the tools it started with.
 
 pub mod prompts;
 pub mod resources;
@@ -33,6 +35,57 @@ pub struct Features {
     prompts: Vec<Prompt>,
     prompt_index: HashMap<String, usize>,
     page_size: usize,
+}
+
+/// What a server exposes, before it is indexed: the builder collects one, and a
+/// configuration reload builds a new one.
+#[derive(Clone, Default)]
+pub struct FeatureSet {
+    pub tools: Vec<Tool>,
+    pub resources: Vec<Resource>,
+    pub templates: Vec<ResourceTemplate>,
+    pub prompts: Vec<Prompt>,
+}
+
+impl FeatureSet {
+    /// Indexes the set; every duplicate name is reported.
+    pub(crate) fn into_features(self, page_size: usize) -> Result<Features, Vec<String>> {
+        let mut errors = Vec::new();
+        let mut features = Features::new(page_size);
+        for tool in self.tools {
+            if let Err(e) = features.add_tool(tool) {
+                errors.push(e.to_string());
+            }
+        }
+        for resource in self.resources {
+            if let Err(e) = features.add_resource(resource) {
+                errors.push(e.to_string());
+            }
+        }
+        for template in self.templates {
+            features.add_template(template);
+        }
+        for prompt in self.prompts {
+            if let Err(e) = features.add_prompt(prompt) {
+                errors.push(e.to_string());
+            }
+        }
+        if errors.is_empty() {
+            Ok(features)
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+/// Which lists differ between two [`Features`]: the `list_changed` notifications a swap
+/// owes every session. Only what a client can list counts; a tool whose command changed but
+/// whose descriptor did not needs no notification.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ListChanges {
+    pub tools: bool,
+    pub resources: bool,
+    pub prompts: bool,
 }
 
 /// Two registrations under one name.
@@ -85,6 +138,33 @@ impl Features {
 
     pub fn tool(&self, name: &str) -> Option<&Tool> {
         self.tool_index.get(name).map(|&i| &self.tools[i])
+    }
+
+    /// What differs between `self` (the running features) and `new`.
+    pub fn list_changes(&self, new: &Features) -> ListChanges {
+        fn differ<'a>(
+            a: impl Iterator<Item = &'a Value>,
+            b: impl Iterator<Item = &'a Value>,
+        ) -> bool {
+            !a.eq(b)
+        }
+        ListChanges {
+            tools: differ(
+                self.tools.iter().map(Tool::descriptor),
+                new.tools.iter().map(Tool::descriptor),
+            ),
+            resources: differ(
+                self.resources.iter().map(|r| &r.descriptor),
+                new.resources.iter().map(|r| &r.descriptor),
+            ) || differ(
+                self.templates.iter().map(|t| &t.descriptor),
+                new.templates.iter().map(|t| &t.descriptor),
+            ),
+            prompts: differ(
+                self.prompts.iter().map(|p| &p.descriptor),
+                new.prompts.iter().map(|p| &p.descriptor),
+            ),
+        }
     }
 
     pub fn has_tools(&self) -> bool {

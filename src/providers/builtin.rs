@@ -12,6 +12,7 @@ use crate::config::ToolConfig;
 use crate::context::RequestContext;
 use crate::features::tools::{Tool, ToolDefinitionError, ToolError};
 use crate::protocol::{CallToolResult, ElicitAction, LogLevel};
+use crate::providers::ProviderError;
 use crate::server::ServerBuilder;
 
 /// Names accepted by `builtin = "..."`.
@@ -45,10 +46,11 @@ struct SampleArgs {
     prompt: String,
 }
 
-/// Adds the configured builtin tools to `builder`.
+/// Adds the configured builtin tools to `builder`; entries of other kinds are skipped (see
+/// [`crate::providers::build`] for all of them).
 pub fn register(mut builder: ServerBuilder, tools: &[ToolConfig]) -> ServerBuilder {
-    for config in tools {
-        match tool(config) {
+    for config in tools.iter().filter(|t| t.builtin.is_some()) {
+        match builtin_tool(config) {
             Ok(tool) => builder = builder.add_tool(tool),
             Err(e) => builder = builder.error(e.to_string()),
         }
@@ -56,18 +58,21 @@ pub fn register(mut builder: ServerBuilder, tools: &[ToolConfig]) -> ServerBuild
     builder
 }
 
-fn tool(config: &ToolConfig) -> Result<Tool, ToolDefinitionError> {
-    let name = config
-        .name
-        .clone()
-        .unwrap_or_else(|| config.builtin.clone());
+/// The builtin tool of a `[[tools]] builtin = "..."` entry.
+pub(crate) fn tool(config: &ToolConfig, key: &str) -> Result<Tool, Vec<ProviderError>> {
+    builtin_tool(config).map_err(|e| vec![(format!("{key}.builtin"), e.to_string())])
+}
+
+fn builtin_tool(config: &ToolConfig) -> Result<Tool, ToolDefinitionError> {
+    let builtin = config.builtin.clone().unwrap_or_default();
+    let name = config.name.clone().unwrap_or_else(|| builtin.clone());
     let describe = |default: &str| {
         config
             .description
             .clone()
             .unwrap_or_else(|| default.to_string())
     };
-    match config.builtin.as_str() {
+    match builtin.as_str() {
         "echo" => Tool::typed(name, describe("Returns the given text unchanged."), echo),
         "sleep" => Tool::typed(
             name,

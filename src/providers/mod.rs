@@ -1,4 +1,228 @@
 //! Where tools, resources and prompts come from. Providers build [`Tool`](crate::Tool)s and
 //! friends from configuration; the feature layer serves them without knowing their origin.
+//!
+//! [`build`] turns a validated [`Config`] into a [`FeatureSet`] plus the files to watch for
+//! `resources/updated`. Everything that can fail — a missing file, an unset `${ENV}`, an
+//! unknown placeholder, a schema or template that does not compile — fails here, before a
+//! server (or a reload) uses any of it, and every failure names its key so
+//! [`LoadedConfig`] can point at the file's line. The binary's startup, `mcp-actor check`
+//! and hot reload all go through [`LoadedConfig`], so they accept exactly the same files.
 
 pub mod builtin;
+pub mod command;
+pub mod files;
+pub mod http;
+mod metadata;
+mod placeholders;
+mod process;
+pub mod prompts;
+pub mod watch;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::config::{Config, ConfigError, ToolKind};
+use crate::features::FeatureSet;
+use process::ProcessLimits;
+pub use watch::{ResourceWatcher, WatchTarget};
+
+/// An error of one provider entry: the dotted key and the message.
+pub type ProviderError = (String, String);
+
+/// What providers share for the life of the server, across reloads: the process counts
+/// (a reload must not forget processes still running) and one HTTP client (its
+/// connection pool).
+#[derive(Clone)]
+pub struct ProviderRuntime {
+    limits: Arc<ProcessLimits>,
+    http: reqwest::Client,
+}
+
+impl ProviderRuntime {
+    pub fn new(config: &Config) -> Result<Self, ConfigError> {
+        let limits = ProcessLimits::new(
+            config.command_tools.max_processes,
+            config.command_tools.max_processes_per_session,
+        );
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("mcp-actor/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ConfigError::Read {
+                path: "<http client>".into(),
+                source: std::io::Error::other(e),
+            })?;
+        Ok(ProviderRuntime { limits, http })
+    }
+}
+
+/// What the configuration provides.
+#[derive(Clone, Default)]
+pub struct Provided {
+    pub features: FeatureSet,
+    /// Files and directories whose changes become `notifications/resources/updated`.
+    pub watch: Vec<WatchTarget>,
+}
+
+/// A parsed configuration with the text it came from, so errors found while building the
+/// providers can still name the file and line.
+#[derive(Debug, Clone)]
+pub struct LoadedConfig {
+    pub config: Config,
+    text: String,
+    origin: String,
+    /// Relative paths in the configuration resolve against the file's directory.
+    base_dir: PathBuf,
+}
+
+impl LoadedConfig {
+    /// Reads and validates `path`, or the embedded default configuration when `None`.
+    pub fn read(path: Option<&Path>) -> Result<Self, ConfigError> {
+        let Some(path) = path else {
+            let text = crate::config::DEFAULT_CONFIG_TOML.to_string();
+            let origin = "<embedded default config>".to_string();
+            let config = Config::parse(&text, &origin)?;
+            return Ok(LoadedConfig {
+                config,
+                text,
+                origin,
+                base_dir: PathBuf::from("."),
+            });
+        };
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: origin.clone(),
+            source,
+        })?;
+        let config = Config::parse(&text, &origin)?;
+        let base_dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        Ok(LoadedConfig {
+            config,
+            text,
+            origin,
+            base_dir,
+        })
+    }
+
+    /// Builds every provider, reporting all errors with their lines.
+    pub fn build(&self, runtime: &ProviderRuntime) -> Result<Provided, ConfigError> {
+        build(&self.config, &self.base_dir, runtime).map_err(|errors| {
+            ConfigError::Several(
+                errors
+                    .into_iter()
+                    .map(|(key, msg)| ConfigError::at_key(&self.text, &self.origin, &key, msg))
+                    .collect(),
+            )
+        })
+    }
+}
+
+/// Builds the tools, resources and prompts of `config`; relative paths resolve against
+/// `base_dir`. Every error is collected.
+pub fn build(
+    config: &Config,
+    base_dir: &Path,
+    runtime: &ProviderRuntime,
+) -> Result<Provided, Vec<ProviderError>> {
+    let mut provided = Provided::default();
+    let mut errors = Vec::new();
+    for (i, entry) in config.tools.iter().enumerate() {
+        let key = format!("tools[{i}]");
+        let tool = match entry.kind() {
+            Ok(ToolKind::Builtin) => builtin::tool(entry, &key),
+            Ok(ToolKind::Command) => command::tool(entry, &key, config, base_dir, runtime),
+            Ok(ToolKind::Http) => http::tool(entry, &key, config, runtime),
+            Err((field, msg)) => Err(vec![(format!("{key}.{field}"), msg)]),
+        };
+        match tool.and_then(|tool| metadata::apply(tool, entry, &key)) {
+            Ok(tool) => provided.features.tools.push(tool),
+            Err(mut e) => errors.append(&mut e),
+        }
+    }
+    for (i, entry) in config.resources.iter().enumerate() {
+        let key = format!("resources[{i}]");
+        match files::resource(entry, &key, config, base_dir) {
+            Ok(built) => {
+                provided.features.resources.extend(built.resources);
+                provided.features.templates.extend(built.template);
+                provided.watch.extend(built.watch);
+            }
+            Err(mut e) => errors.append(&mut e),
+        }
+    }
+    for (i, entry) in config.prompts.iter().enumerate() {
+        let key = format!("prompts[{i}]");
+        match prompts::prompt(entry, &key, base_dir) {
+            Ok(prompt) => provided.features.prompts.push(prompt),
+            Err(mut e) => errors.append(&mut e),
+        }
+    }
+    if errors.is_empty() {
+        Ok(provided)
+    } else {
+        Err(errors)
+    }
+}
+
+/// The input schema of a tool: the configured one, whose properties must cover every
+/// placeholder, or one derived from the placeholders (`required` ones must be supplied;
+/// all are strings).
+pub(crate) fn input_schema(
+    configured: Option<&Value>,
+    required: &[String],
+    optional: &[String],
+    key: &str,
+    what: &str,
+) -> Result<Value, Vec<ProviderError>> {
+    let Some(schema) = configured else {
+        let properties: serde_json::Map<String, Value> = required
+            .iter()
+            .chain(optional)
+            .map(|name| (name.clone(), json!({ "type": "string" })))
+            .collect();
+        return Ok(json!({
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": false,
+        }));
+    };
+    if schema.get("type") != Some(&json!("object")) {
+        return Err(vec![(
+            format!("{key}.input_schema"),
+            "must be an object schema: { type = \"object\", properties = { ... } }".into(),
+        )]);
+    }
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let unknown: Vec<ProviderError> = required
+        .iter()
+        .chain(optional)
+        .filter(|name| !properties.is_some_and(|p| p.contains_key(name.as_str())))
+        .map(|name| {
+            (
+                format!("{key}.input_schema"),
+                format!(
+                    "{what} uses {{{name}}}, which is not a property of input_schema; add it or fix the placeholder"
+                ),
+            )
+        })
+        .collect();
+    if unknown.is_empty() {
+        Ok(schema.clone())
+    } else {
+        Err(unknown)
+    }
+}
+
+/// Resolves a configured path against the configuration file's directory.
+pub(crate) fn resolve(base_dir: &Path, path: &Path) -> PathBuf {
+    if path.is_absolute() || base_dir == Path::new(".") {
+        path.to_path_buf()
+    } else {
+        base_dir.join(path)
+    }
+}

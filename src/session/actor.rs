@@ -354,7 +354,9 @@ impl SessionActor {
             cancel.clone(),
             Arc::clone(&self.link),
         );
-        let features = Arc::clone(&self.shared.features);
+        // The task keeps the features it started with: a reload swaps `shared.features`
+        // for later requests, never under a running call.
+        let features = self.shared.features.load_full();
         let tx = self.link_tx.clone();
         let task_id = id.clone();
         let session = Arc::clone(&self.id);
@@ -475,7 +477,7 @@ impl SessionActor {
         let params = params_object(params)?;
         let uri = crate::features::required_str(params, "uri")?;
         if on {
-            if !self.shared.features.knows_resource(uri) {
+            if !self.shared.features.load().knows_resource(uri) {
                 return Err(RpcError::from(
                     crate::features::resources::ResourceError::NotFound(uri.into()),
                 ));

@@ -185,7 +185,7 @@ pub(crate) async fn serve_post(
         headers,
         &request.method,
         request.params.as_ref(),
-        &shared.features,
+        &shared.features.load(),
     ) {
         Ok(e) => e,
         Err(e) => return error_reply(Some(&request.id), e),
@@ -328,13 +328,10 @@ async fn run(shared: &Arc<Shared>, request: Request, envelope: envelope::Envelop
         Arc::clone(&link) as Arc<dyn crate::context::ClientLink>,
     );
     let task_shared = Arc::clone(shared);
+    // Taken before the spawn, so a reload never changes a request's tools mid-call.
+    let features = shared.features.load_full();
     let task = tokio::spawn(async move {
-        let work = dispatch(
-            &task_shared.features,
-            ctx,
-            &request.method,
-            request.params.as_ref(),
-        );
+        let work = dispatch(&features, ctx, &request.method, request.params.as_ref());
         let outcome = AssertUnwindSafe(work).catch_unwind().await.unwrap_or_else(|_| {
             tracing::warn!(method = %request.method, request_id = %request.id, "handler panicked");
             Err(RpcError::internal(format!("the handler of {} failed unexpectedly", request.method)))

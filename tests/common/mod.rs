@@ -48,6 +48,22 @@ impl TestServer {
         Self::spawn(Some(toml))
     }
 
+    /// The binary on the configuration file at `path` (left in place, so a test can edit it
+    /// and reload), with extra environment variables.
+    pub fn with_config_file(path: &std::path::Path, env: &[(&str, &str)]) -> TestServer {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-actor"));
+        cmd.args(["--listen", "127.0.0.1:0", "--config"]).arg(path);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        Self::run(cmd, None)
+    }
+
+    /// The binary's process id, to signal it (SIGHUP reloads).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     fn spawn(config: Option<&str>) -> TestServer {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-actor"));
         cmd.args(["--listen", "127.0.0.1:0"]);
@@ -58,11 +74,19 @@ impl TestServer {
             cmd.arg("--config").arg(&path);
             tempfile_path::TempPath(path)
         });
-        // MCP_TEST_SERVER_LOG=1 shows the server's log, for debugging a failing test.
-        let log = std::env::var_os("MCP_TEST_SERVER_LOG").is_some();
+        Self::run(cmd, config_file)
+    }
+
+    fn run(mut cmd: Command, config_file: Option<tempfile_path::TempPath>) -> TestServer {
+        // MCP_TEST_SERVER_LOGS=1 shows the server's logs, for debugging a test.
+        let logs = std::env::var_os("MCP_TEST_SERVER_LOGS").is_some();
         cmd.stdout(Stdio::piped())
-            .stderr(if log { Stdio::inherit() } else { Stdio::null() })
-            .env("RUST_LOG", if log { "debug" } else { "warn" });
+            .stderr(if logs {
+                Stdio::inherit()
+            } else {
+                Stdio::null()
+            })
+            .env("RUST_LOG", if logs { "info" } else { "warn" });
         let mut child = cmd.spawn().expect("start mcp-actor");
         let stdout = child.stdout.take().expect("stdout");
         let mut line = String::new();
@@ -98,6 +122,77 @@ impl Drop for TestServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A directory removed with its contents on drop.
+pub struct TempDir(pub std::path::PathBuf);
+
+impl TempDir {
+    pub fn new(label: &str) -> TempDir {
+        let path = std::env::temp_dir().join(format!("mcp-actor-{label}-{}", uuid_like()));
+        std::fs::create_dir_all(&path).expect("create temp dir");
+        TempDir(path)
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+
+    /// Writes `contents` to `relative` (creating parent folders) and returns its path.
+    pub fn write(&self, relative: &str, contents: &str) -> std::path::PathBuf {
+        let path = self.0.join(relative);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("create parent");
+        }
+        std::fs::write(&path, contents).expect("write file");
+        path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Live processes whose command line contains `needle` (zombies have no command line, so
+/// they never match).
+pub fn processes_matching(needle: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| {
+                    String::from_utf8_lossy(&c)
+                        .replace('\0', " ")
+                        .contains(needle)
+                })
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// Waits up to `wait` for `check` to hold.
+pub async fn eventually(wait: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        if check() {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A unique token for this test process, to find its child processes in /proc.
+pub fn unique() -> String {
+    uuid_like().replace('-', "")
 }
 
 fn uuid_like() -> String {

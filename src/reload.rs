@@ -1,0 +1,220 @@
+//! Hot reload of the configuration file: on SIGHUP, and on a change of the file when
+//! `[reload] watch = true`.
+//!
+//! A reload reads, validates and builds the whole new configuration first — the same path
+//! as startup and `mcp-actor check` — and changes nothing when any of it fails: the error is
+//! logged with its `file:line` and the running features stay. Only then are the new features
+//! swapped in atomically ([`Server::replace_features`]): calls already running finish on the
+//! tools they started with, and every session gets the `list_changed` notifications for the
+//! lists that differ. The resource watcher is rebuilt for the new resources.
+//!
+//! Keys outside the providers (listen address, limits, transport) are fixed at startup;
+//! a reload that changes them logs which tables need a restart and leaves them as they were.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use notify::{RecursiveMode, Watcher};
+use tokio::sync::mpsc;
+
+use crate::config::Config;
+use crate::providers::{LoadedConfig, ProviderRuntime, ResourceWatcher};
+use crate::server::Server;
+
+/// Reloads the configuration of a running server.
+pub struct Reloader {
+    server: Server,
+    path: PathBuf,
+    runtime: ProviderRuntime,
+    /// The configuration as read at startup (before command-line overrides), to tell which
+    /// changed keys need a restart.
+    started: Config,
+    resources: Option<ResourceWatcher>,
+}
+
+impl Reloader {
+    pub fn new(
+        server: Server,
+        path: PathBuf,
+        runtime: ProviderRuntime,
+        started: Config,
+        resources: Option<ResourceWatcher>,
+    ) -> Self {
+        Reloader {
+            server,
+            path,
+            runtime,
+            started,
+            resources,
+        }
+    }
+
+    /// Reloads now. Returns whether the new configuration was taken.
+    pub fn reload(&mut self) -> bool {
+        let loaded = LoadedConfig::read(Some(&self.path));
+        let built = loaded.and_then(|l| l.build(&self.runtime).map(|p| (l, p)));
+        let (loaded, provided) = match built {
+            Ok(ok) => ok,
+            Err(e) => {
+                tracing::error!(
+                    "configuration reload rejected; the running configuration stays:\n{e}"
+                );
+                return false;
+            }
+        };
+        for table in tables_needing_restart(&self.started, &loaded.config) {
+            tracing::warn!(
+                table,
+                "[{table}] changed in {}; it takes effect only after a restart",
+                self.path.display()
+            );
+        }
+        match self.server.replace_features(provided.features) {
+            Ok(changes) => tracing::info!(
+                tools_changed = changes.tools,
+                resources_changed = changes.resources,
+                prompts_changed = changes.prompts,
+                "configuration reloaded from {}",
+                self.path.display()
+            ),
+            Err(e) => {
+                tracing::error!(
+                    "configuration reload rejected; the running configuration stays: {e}"
+                );
+                return false;
+            }
+        }
+        // The new watcher starts before the old one stops, so no change falls in between.
+        let watcher = ResourceWatcher::start(self.server.clone(), provided.watch);
+        self.resources = watcher;
+        true
+    }
+}
+
+/// The tables whose changes a reload cannot apply. Provider defaults (`[command_tools]`
+/// timeouts and output caps, `[http_tools]`, `[file_resources]`) apply to the rebuilt
+/// tools; the process counts are server-wide state, so their limits need a restart.
+fn tables_needing_restart(old: &Config, new: &Config) -> Vec<&'static str> {
+    let processes = |c: &Config| {
+        (
+            c.command_tools.max_processes,
+            c.command_tools.max_processes_per_session,
+        )
+    };
+    [
+        ("server", old.server != new.server),
+        ("http", old.http != new.http),
+        ("sessions", old.sessions != new.sessions),
+        (
+            "client_requests",
+            old.client_requests != new.client_requests,
+        ),
+        ("replay", old.replay != new.replay),
+        ("pagination", old.pagination != new.pagination),
+        ("modern", old.modern != new.modern),
+        ("reload", old.reload != new.reload),
+        ("command_tools", processes(old) != processes(new)),
+    ]
+    .into_iter()
+    .filter(|(_, changed)| *changed)
+    .map(|(table, _)| table)
+    .collect()
+}
+
+/// Runs reloads for the life of the server: on SIGHUP, and on file changes when
+/// `[reload] watch` is set. Without a configuration file, SIGHUP is only logged (its
+/// default action would end the process).
+pub fn spawn(
+    mut reloader: Option<Reloader>,
+    watch: bool,
+    debounce: Duration,
+) -> tokio::task::JoinHandle<()> {
+    // Installed before returning, so a SIGHUP right after startup cannot take the default
+    // action (ending the process).
+    let mut hangup = hangup_signal();
+    let (tx, mut changes) = mpsc::channel::<()>(1);
+    let file_watcher = match (&reloader, watch) {
+        (Some(r), true) => watch_file(&r.path, tx),
+        _ => None,
+    };
+    tokio::spawn(async move {
+        let _file_watcher = file_watcher;
+        loop {
+            tokio::select! {
+                Some(()) = hangup.recv() => {
+                    match reloader.as_mut() {
+                        Some(r) => {
+                            tracing::info!("SIGHUP: reloading the configuration");
+                            r.reload();
+                        }
+                        None => tracing::warn!("SIGHUP ignored: the server runs the embedded default configuration, there is no file to reload"),
+                    }
+                }
+                Some(()) = changes.recv() => {
+                    // Wait for the file to be quiet, so one save makes one reload.
+                    while let Ok(Some(())) = tokio::time::timeout(debounce, changes.recv()).await {}
+                    if let Some(r) = reloader.as_mut() {
+                        tracing::info!("configuration file changed: reloading");
+                        r.reload();
+                    }
+                }
+                else => break,
+            }
+        }
+    })
+}
+
+/// Watches the configuration file through its directory (editors replace files by
+/// renaming), forwarding changes of that file only.
+fn watch_file(path: &Path, tx: mpsc::Sender<()>) -> Option<notify::RecommendedWatcher> {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let dir = absolute.parent()?.to_path_buf();
+    let name = absolute.file_name()?.to_os_string();
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        let Ok(event) = event else { return };
+        if event.kind.is_access() {
+            return;
+        }
+        if event
+            .paths
+            .iter()
+            .any(|p| p.file_name() == Some(name.as_os_str()))
+        {
+            let _ = tx.try_send(());
+        }
+    })
+    .map_err(
+        |e| tracing::error!(error = %e, "cannot watch the configuration file; reload with SIGHUP"),
+    )
+    .ok()?;
+    if let Err(e) = watcher.watch(&dir, RecursiveMode::NonRecursive) {
+        tracing::error!(dir = %dir.display(), error = %e, "cannot watch the configuration file; reload with SIGHUP");
+        return None;
+    }
+    tracing::info!(file = %absolute.display(), "watching the configuration file for changes");
+    Some(watcher)
+}
+
+/// SIGHUP as a stream of `()`; never yields where signals do not exist.
+fn hangup_signal() -> mpsc::Receiver<()> {
+    let (tx, rx) = mpsc::channel(1);
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::hangup()) {
+            Ok(mut hangups) => {
+                tokio::spawn(async move {
+                    while hangups.recv().await.is_some() {
+                        if tx.send(()).await.is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+            Err(e) => tracing::error!(error = %e, "cannot listen for SIGHUP"),
+        }
+    }
+    #[cfg(not(unix))]
+    drop(tx);
+    rx
+}
