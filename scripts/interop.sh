@@ -6,12 +6,18 @@
 # Builds nothing: pass the binary you built. Installs the pinned SDKs into
 # git-ignored folders (tests/interop/ts/node_modules, .tools/py-interop),
 # reinstalling only when the pins change. Starts the server on a free port,
-# runs the TypeScript client, then the Python client, and exits non-zero if
-# either fails (or the server does not come up). The server is stopped on exit.
+# runs the TypeScript client, then the Python client (legacy mode, sessions).
+# Then starts a second server with a temporary config file ([reload] watch =
+# true, the builtin tools) and runs the Python client in its default modern
+# mode (stateless 2026-07-28: discover, input_required, progress,
+# subscriptions/listen + hot reload), which appends a tool to that file.
+# Exits non-zero if any client fails (or a server does not come up). The
+# servers are stopped and the temporary folder removed on exit.
 #
 # Environment:
-#   INTEROP_SERVER_LOG   where to write the server's stdout/stderr (default: a temp file)
-#   INTEROP_STARTUP_SECS how long to wait for the port (default: 30)
+#   INTEROP_SERVER_LOG        where to write the server's stdout/stderr (default: a temp file)
+#   INTEROP_MODERN_SERVER_LOG the same for the modern client's server (default: a temp file)
+#   INTEROP_STARTUP_SECS      how long to wait for a port (default: 30)
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -81,49 +87,98 @@ if [[ ! -f "$py_stamp" || "$(cat "$py_stamp")" != "$py_want" ]]; then
     echo "$py_want" >"$py_stamp"
 fi
 
-# --- start the server -------------------------------------------------------
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
-url="http://127.0.0.1:$port/mcp"
-server_log="${INTEROP_SERVER_LOG:-$(mktemp -t mcp-actor-interop.XXXXXX.log)}"
+# --- servers ----------------------------------------------------------------
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
 
 server_pid=""
-cleanup() {
-    if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
-        kill "$server_pid" 2>/dev/null || true
+modern_pid=""
+tmp_dir=""
+stop_server() {
+    local pid="$1"
+    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
+        kill "$pid" 2>/dev/null || true
         # give it a moment to exit cleanly, then insist
         for _ in $(seq 1 50); do
-            kill -0 "$server_pid" 2>/dev/null || break
+            kill -0 "$pid" 2>/dev/null || break
             sleep 0.1
         done
-        kill -9 "$server_pid" 2>/dev/null || true
-        wait "$server_pid" 2>/dev/null || true
+        kill -9 "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    fi
+}
+cleanup() {
+    stop_server "$server_pid"
+    stop_server "$modern_pid"
+    if [[ -n "$tmp_dir" ]]; then
+        rm -rf "$tmp_dir"
     fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# wait_listening PID PORT LOG: until the port accepts connections; exits 1 if the
+# server dies or the startup time passes.
+wait_listening() {
+    local pid="$1" port="$2" log_file="$3"
+    local startup="${INTEROP_STARTUP_SECS:-30}"
+    local deadline=$((SECONDS + startup))
+    until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
+        if ! kill -0 "$pid" 2>/dev/null; then
+            wait "$pid" && rc=0 || rc=$?
+            log "server exited (status $rc) before listening; its output:"
+            tail -n 50 "$log_file" >&2 || true
+            exit 1
+        fi
+        if ((SECONDS >= deadline)); then
+            log "server did not listen on 127.0.0.1:$port within ${startup}s; its output:"
+            tail -n 50 "$log_file" >&2 || true
+            exit 1
+        fi
+        sleep 0.1
+    done
+}
+
+# The server for the TypeScript and legacy Python clients: the embedded default config.
+port="$(free_port)"
+url="http://127.0.0.1:$port/mcp"
+server_log="${INTEROP_SERVER_LOG:-$(mktemp -t mcp-actor-interop.XXXXXX.log)}"
+
 log "starting $bin --listen 127.0.0.1:$port (log: $server_log)"
 "$bin" --listen "127.0.0.1:$port" >"$server_log" 2>&1 &
 server_pid=$!
+wait_listening "$server_pid" "$port" "$server_log"
 
-startup="${INTEROP_STARTUP_SECS:-30}"
-deadline=$((SECONDS + startup))
-until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
-    if ! kill -0 "$server_pid" 2>/dev/null; then
-        wait "$server_pid" && rc=0 || rc=$?
-        server_pid=""
-        log "server exited (status $rc) before listening; its output:"
-        tail -n 50 "$server_log" >&2 || true
-        exit 1
-    fi
-    if ((SECONDS >= deadline)); then
-        log "server did not listen on 127.0.0.1:$port within ${startup}s; its output:"
-        tail -n 50 "$server_log" >&2 || true
-        exit 1
-    fi
-    sleep 0.1
-done
+# The server for the modern Python client: its own config file, watched, which the
+# client edits (so it must not be shared with the other clients).
+tmp_dir="$(mktemp -d -t mcp-actor-interop.XXXXXX)"
+modern_config="$tmp_dir/config.toml"
+cat >"$modern_config" <<'TOML'
+# Written by scripts/interop.sh for tests/interop/python/client_modern.py, which
+# appends a [[tools]] entry to this file to trigger a hot reload.
+[reload]
+watch = true
+
+[[tools]]
+builtin = "echo"
+
+[[tools]]
+builtin = "sleep"
+
+[[tools]]
+builtin = "ask"
+
+[[tools]]
+builtin = "sample"
+TOML
+modern_port="$(free_port)"
+modern_url="http://127.0.0.1:$modern_port/mcp"
+modern_log="${INTEROP_MODERN_SERVER_LOG:-$(mktemp -t mcp-actor-interop-modern.XXXXXX.log)}"
+
+log "starting $bin --config $modern_config --listen 127.0.0.1:$modern_port (log: $modern_log)"
+"$bin" --config "$modern_config" --listen "127.0.0.1:$modern_port" >"$modern_log" 2>&1 &
+modern_pid=$!
+wait_listening "$modern_pid" "$modern_port" "$modern_log"
 
 # --- run the clients --------------------------------------------------------
 status=0
@@ -131,17 +186,30 @@ status=0
 echo "=== TypeScript SDK ($(node -p 'require("./'"$ts_dir"'/node_modules/@modelcontextprotocol/sdk/package.json").version')) against $url"
 if node "$ts_dir/client.mjs" "$url"; then ts_ok=1; else ts_ok=0; status=1; fi
 
-echo "=== Python SDK (mcp $("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))')) against $url"
+py_version="$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))')"
+echo "=== Python SDK (mcp $py_version, legacy mode) against $url"
 if "$venv/bin/python" "$py_dir/client.py" "$url"; then py_ok=1; else py_ok=0; status=1; fi
+
+echo "=== Python SDK (mcp $py_version, default modern mode) against $modern_url (config $modern_config)"
+if "$venv/bin/python" "$py_dir/client_modern.py" "$modern_url" "$modern_config"; then pym_ok=1; else pym_ok=0; status=1; fi
 
 if ! kill -0 "$server_pid" 2>/dev/null; then
     log "the server died during the run"
     status=1
 fi
+if ! kill -0 "$modern_pid" 2>/dev/null; then
+    log "the modern client's server died during the run"
+    status=1
+fi
 
-echo "=== summary: typescript $([[ $ts_ok == 1 ]] && echo PASS || echo FAIL), python $([[ $py_ok == 1 ]] && echo PASS || echo FAIL)"
+verdict() { [[ $1 == 1 ]] && echo PASS || echo FAIL; }
+echo "=== summary: typescript $(verdict "$ts_ok"), python $(verdict "$py_ok"), python-modern $(verdict "$pym_ok")"
 if ((status != 0)); then
     log "last lines of the server log ($server_log):"
     tail -n 40 "$server_log" >&2 || true
+    if [[ $pym_ok != 1 ]]; then
+        log "last lines of the modern client's server log ($modern_log):"
+        tail -n 40 "$modern_log" >&2 || true
+    fi
 fi
 exit "$status"
