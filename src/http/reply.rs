@@ -103,10 +103,18 @@ pub(crate) fn sse_response(attachment: Attachment, config: &HttpSection) -> Resp
         retry: Some(retry_ms),
         event: None,
     });
-    let head =
-        futures_util::stream::iter(priming.into_iter().chain(backlog.into_iter().map(to_sse)));
+    // Events without data are the actor's "switch to SSE" signal (see
+    // `Stream::close_for_polling`); the priming event above already says what they mean.
+    let carried = |e: &OutEvent| futures_util::future::ready(!e.data.is_empty());
+    let head = futures_util::stream::iter(priming).chain(
+        futures_util::stream::iter(backlog)
+            .filter(carried)
+            .map(to_sse),
+    );
     let events = match live {
-        Some(rx) => head.chain(ReceiverStream::new(rx).map(to_sse)).boxed(),
+        Some(rx) => head
+            .chain(ReceiverStream::new(rx).filter(carried).map(to_sse))
+            .boxed(),
         None => head.boxed(),
     };
     let keep_alive = KeepAlive::new().interval(config.sse_keep_alive);

@@ -233,15 +233,7 @@ impl SessionActor {
                 params,
                 respond_to,
             } => self.on_client_request(origin, method, params, respond_to),
-            SessionMsg::CloseStream { origin } => {
-                if let Some(stream) = self
-                    .in_flight
-                    .get(&origin)
-                    .and_then(|f| self.streams.get_mut(&f.stream))
-                {
-                    stream.detach();
-                }
-            }
+            SessionMsg::CloseStream { origin } => self.close_for_polling(&origin),
             SessionMsg::Finished { id, task, response } => {
                 if self
                     .in_flight
@@ -388,6 +380,23 @@ impl SessionActor {
                 cancel,
             },
         );
+    }
+
+    /// Closes the connection of `origin`'s stream so the client resumes it later. Only
+    /// 2025-11-25 clients learn an event id before any message (the priming event), and a
+    /// JSON-only reply has no stream to resume, so elsewhere the request is left alone.
+    fn close_for_polling(&mut self, origin: &RequestId) {
+        let json_only = self.shared.config.http.response_mode == ResponseMode::Json;
+        if json_only || !self.version.sends_priming_event() {
+            debug!(session = %self.id, request_id = %origin, "close_sse_stream ignored: the client could not resume");
+            return;
+        }
+        let Some(stream_id) = self.in_flight.get(origin).map(|f| f.stream) else {
+            return;
+        };
+        if let Some(stream) = self.streams.get_mut(&stream_id) {
+            stream.close_for_polling(stream_id);
+        }
     }
 
     fn on_client_notification(&mut self, n: Notification) {

@@ -149,6 +149,25 @@ impl Stream {
         self.conn = None;
     }
 
+    /// Closes the connection so the client polls: it reconnects with `Last-Event-ID`
+    /// (2025-11-25, SEP-1699). A reply that is still waiting to choose JSON or SSE is told
+    /// to switch to SSE first, with an event without data that is neither logged nor sent,
+    /// so the client receives the priming event (an id to resume from, and `retry`).
+    pub fn close_for_polling(&mut self, stream: StreamId) {
+        if !self.resumable {
+            self.resumable = true;
+            if let Some(conn) = &self.conn {
+                let _ = conn.try_send(OutEvent {
+                    stream,
+                    seq: 0,
+                    data: Bytes::new(),
+                    is_response: false,
+                });
+            }
+        }
+        self.detach();
+    }
+
     pub fn has_live_connection(&self) -> bool {
         self.conn.as_ref().is_some_and(|c| !c.is_closed())
     }
