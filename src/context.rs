@@ -53,10 +53,12 @@ pub(crate) trait ClientLink: Send + Sync + 'static {
         level: Option<LogLevel>,
     ) -> BoxFuture<'_, ()>;
 
-    /// Sends a request to the client on behalf of `origin` and waits for its answer.
+    /// Sends a request to the client on behalf of `origin` and waits for its answer. `key`
+    /// names the input on the stateless path (`inputRequests`); sessions ignore it.
     fn request(
         &self,
         origin: &RequestId,
+        key: Option<&str>,
         method: &'static str,
         params: Value,
     ) -> BoxFuture<'_, Result<Value, ClientRequestError>>;
@@ -185,6 +187,26 @@ impl RequestContext {
         message: &str,
         requested_schema: Value,
     ) -> Result<ElicitResult, ClientRequestError> {
+        self.ask_elicit(None, message, requested_schema).await
+    }
+
+    /// [`elicit`](Self::elicit), naming the input `key` in a 2026-07-28 `input_required`
+    /// result (by default inputs are named `input-0`, `input-1`, ... in the order asked).
+    pub async fn elicit_as(
+        &self,
+        key: &str,
+        message: &str,
+        requested_schema: Value,
+    ) -> Result<ElicitResult, ClientRequestError> {
+        self.ask_elicit(Some(key), message, requested_schema).await
+    }
+
+    async fn ask_elicit(
+        &self,
+        key: Option<&str>,
+        message: &str,
+        requested_schema: Value,
+    ) -> Result<ElicitResult, ClientRequestError> {
         if !self.inner.client.supports_elicitation_form() {
             return Err(self.missing("elicitation"));
         }
@@ -192,7 +214,7 @@ impl RequestContext {
         let answer = self
             .inner
             .link
-            .request(&self.inner.request_id, "elicitation/create", params)
+            .request(&self.inner.request_id, key, "elicitation/create", params)
             .await?;
         serde_json::from_value(answer).map_err(|e| ClientRequestError::Malformed(e.to_string()))
     }
@@ -200,12 +222,31 @@ impl RequestContext {
     /// Asks the client's model for a completion with `sampling/createMessage`. `params` is
     /// the request's params (`messages`, `maxTokens`, ...); the client's result is returned.
     pub async fn sample(&self, params: Value) -> Result<Value, ClientRequestError> {
+        self.sample_keyed(None, params).await
+    }
+
+    /// [`sample`](Self::sample), naming the input `key` in a 2026-07-28 `input_required`
+    /// result.
+    pub async fn sample_as(&self, key: &str, params: Value) -> Result<Value, ClientRequestError> {
+        self.sample_keyed(Some(key), params).await
+    }
+
+    async fn sample_keyed(
+        &self,
+        key: Option<&str>,
+        params: Value,
+    ) -> Result<Value, ClientRequestError> {
         if !self.inner.client.supports_sampling() {
             return Err(self.missing("sampling"));
         }
         self.inner
             .link
-            .request(&self.inner.request_id, "sampling/createMessage", params)
+            .request(
+                &self.inner.request_id,
+                key,
+                "sampling/createMessage",
+                params,
+            )
             .await
     }
 
@@ -217,7 +258,7 @@ impl RequestContext {
         let result = self
             .inner
             .link
-            .request(&self.inner.request_id, "roots/list", json!({}))
+            .request(&self.inner.request_id, None, "roots/list", json!({}))
             .await?;
         result
             .get("roots")

@@ -14,9 +14,12 @@
 //! - [`tools`]: one function per `test_*` tool, driving [`mcp_actor::RequestContext`]
 //!   (logging, progress, sampling, elicitation, SSE polling);
 //! - [`resources`]: the static resources, the watched resource and the URI template;
-//! - [`prompts`]: the four prompts and the argument completer.
+//! - [`prompts`]: the four prompts and the argument completer;
+//! - [`modern`]: what only the 2026-07-28 scenarios call — the stateless diagnostics, the
+//!   `input_required` (multi round-trip) tools and prompt, and an `x-mcp-header` tool.
 
 mod fixtures;
+mod modern;
 mod prompts;
 mod resources;
 mod tools;
@@ -61,7 +64,10 @@ async fn main() -> anyhow::Result<()> {
     let builder = tools::register(builder);
     let builder = resources::register(builder);
     let builder = prompts::register(builder);
+    let builder = modern::register(builder);
     let server = builder.build()?;
+    // The list-change triggers notify through it.
+    let _ = modern::SERVER.set(server.clone());
 
     let listen = server.config().server.listen;
     let listener = tokio::net::TcpListener::bind(listen)

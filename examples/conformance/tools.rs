@@ -229,7 +229,7 @@ async fn sampling(
 
 /// The text of a `sampling/createMessage` result, whose `content` is one block or, since
 /// 2025-11-25, an array of blocks.
-fn sampled_text(result: &Value) -> Option<&str> {
+pub(crate) fn sampled_text(result: &Value) -> Option<&str> {
     fn text_of(block: &Value) -> Option<&str> {
         block.get("text").and_then(Value::as_str)
     }
@@ -344,7 +344,7 @@ async fn elicitation_sep1330_enums(
 }
 
 /// `action=<accept|decline|cancel>, content=<the submitted object>`.
-fn describe(result: &ElicitResult) -> String {
+pub(crate) fn describe(result: &ElicitResult) -> String {
     let action = serde_json::to_value(result.action).unwrap_or(Value::Null);
     let action = action.as_str().unwrap_or("unknown");
     let content = result.content.as_ref().map_or_else(

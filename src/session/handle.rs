@@ -127,6 +127,7 @@ impl ClientLink for SessionLink {
     fn request(
         &self,
         origin: &RequestId,
+        _key: Option<&str>,
         method: &'static str,
         params: Value,
     ) -> BoxFuture<'_, Result<Value, ClientRequestError>> {

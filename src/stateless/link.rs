@@ -88,10 +88,14 @@ impl ClientLink for StatelessLink {
     fn request(
         &self,
         _origin: &RequestId,
+        key: Option<&str>,
         method: &'static str,
         params: Value,
     ) -> BoxFuture<'_, Result<Value, ClientRequestError>> {
-        let key = format!("input-{}", self.asked.fetch_add(1, Ordering::Relaxed));
+        let key = match key {
+            Some(key) => key.to_string(),
+            None => format!("input-{}", self.asked.fetch_add(1, Ordering::Relaxed)),
+        };
         let answer = self.answers.get(&key).cloned();
         Box::pin(async move {
             match answer {
