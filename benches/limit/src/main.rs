@@ -1,0 +1,120 @@
+//! The limit baseline: what the benchmark kit measures when a server does nothing
+//! but the minimum every MCP server must do.
+//!
+//! It serves `POST /mcp` on axum with canned replies and no MCP logic: no session
+//! table, no validation, no SSE. Each request body is still parsed with serde_json
+//! to read the JSON-RPC id and the echo text, because no real server can skip that.
+//! The gap between this server and `mcp-actor` in the same table is the cost of
+//! our own MCP machinery; this server's own figures are what axum + hyper + tokio
+//! cost on this machine.
+//!
+//! Flow (the kit's): `initialize` gets a fixed result (the requested protocol
+//! version echoed) and an `Mcp-Session-Id` from a counter; notifications get 202;
+//! `tools/call` gets `{"content":[{"type":"text","text":<same text>}]}` (the
+//! kit's `sleep` tool sleeps `ms` first and answers "ok", so `SxC:sleep` scenarios
+//! work too); `DELETE` gets 200.
+//!
+//! Usage: `mcp-limit --port PORT` (127.0.0.1).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::serve::ListenerExt;
+use serde_json::{Value, json};
+
+static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
+
+#[tokio::main]
+async fn main() -> std::io::Result<()> {
+    let port = parse_port();
+    let app = Router::new().route("/mcp", post(answer).delete(|| async { StatusCode::OK }));
+    // TCP_NODELAY as in mcp-actor and the rmcp peer, so the comparison is fair.
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await?
+        .tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+    eprintln!("mcp-limit listening on http://127.0.0.1:{port}/mcp");
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+}
+
+fn parse_port() -> u16 {
+    let args: Vec<String> = std::env::args().collect();
+    match args.as_slice() {
+        [_, flag, port] if flag == "--port" => port.parse().expect("--port takes a number"),
+        _ => {
+            eprintln!("usage: mcp-limit --port PORT");
+            std::process::exit(2);
+        }
+    }
+}
+
+async fn answer(body: Bytes) -> Response {
+    let Ok(request) = serde_json::from_slice::<Value>(&body) else {
+        return StatusCode::BAD_REQUEST.into_response();
+    };
+    let method = request.get("method").and_then(Value::as_str).unwrap_or("");
+    match (method, request.get("id")) {
+        (_, None) => StatusCode::ACCEPTED.into_response(),
+        ("initialize", Some(id)) => initialize(id, &request),
+        (_, Some(id)) => call_tool(id, &request).await,
+    }
+}
+
+/// Once per session, so clarity wins over speed here.
+fn initialize(id: &Value, request: &Value) -> Response {
+    let version = request
+        .get("params")
+        .and_then(|p| p.get("protocolVersion"))
+        .unwrap_or(&Value::Null);
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "result": {
+            "protocolVersion": version,
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "mcp-limit", "version": "0.0.0"}
+        }
+    });
+    let session = NEXT_SESSION.fetch_add(1, Ordering::Relaxed).to_string();
+    let mut response = json_response(serde_json::to_vec(&body).expect("a Value serializes"));
+    response.headers_mut().insert(
+        "mcp-session-id",
+        HeaderValue::from_str(&session).expect("a number is a valid header value"),
+    );
+    response
+}
+
+/// The hot path, kept as lean as a real server could make it: the id and the text are
+/// borrowed from the parsed request and written straight into the reply, with no
+/// intermediate `Value` tree (and no `Value::pointer`, which allocates per segment).
+async fn call_tool(id: &Value, request: &Value) -> Response {
+    let arguments = request.get("params").and_then(|p| p.get("arguments"));
+    let argument = |name| arguments.and_then(|a| a.get(name));
+    if let Some(ms) = argument("ms").and_then(Value::as_u64) {
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
+    let text = argument("text");
+    let mut body = Vec::with_capacity(96 + text.and_then(Value::as_str).map_or(0, str::len));
+    body.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    serde_json::to_writer(&mut body, id).expect("a Value serializes");
+    body.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
+    match text {
+        Some(text) => serde_json::to_writer(&mut body, text).expect("a Value serializes"),
+        None => body.extend_from_slice(br#""ok""#), // the sleep tool's answer
+    }
+    body.extend_from_slice(b"}]}}");
+    json_response(body)
+}
+
+fn json_response(body: Vec<u8>) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
