@@ -20,16 +20,20 @@ pub const SESSION_METHODS: &[&str] = &[
     "resources/unsubscribe",
 ];
 
-/// Runs one feature method and returns its result.
+/// Runs one feature method and returns its result. `params` is taken by value so tool
+/// arguments move into the handler.
 pub async fn dispatch(
     features: &Features,
     ctx: RequestContext,
     method: &str,
-    params: Option<&Value>,
+    params: Option<Value>,
 ) -> Result<Value, RpcError> {
+    if method == "tools/call" {
+        return features.call_tool(ctx, params).await;
+    }
+    let params = params.as_ref();
     match method {
         "tools/list" => features.list_tools(params),
-        "tools/call" => features.call_tool(ctx, params).await,
         "resources/list" => features.list_resources(params),
         "resources/templates/list" => features.list_resource_templates(params),
         "resources/read" => features.read_resource(ctx, params).await,

@@ -181,15 +181,20 @@ impl Features {
     pub async fn call_tool(
         &self,
         ctx: RequestContext,
-        params: Option<&Value>,
+        params: Option<Value>,
     ) -> Result<Value, RpcError> {
-        let params = params_object(params)?;
-        let name = required_str(params, "name")?;
+        // Owned params, so the arguments move into the handler instead of being copied.
+        let mut params = match params {
+            None => Map::new(),
+            Some(Value::Object(map)) => map,
+            Some(_) => return Err(RpcError::invalid_params("params must be a JSON object")),
+        };
+        let arguments = tools::call_arguments(params.remove("arguments"))
+            .ok_or_else(|| RpcError::invalid_params("tools/call `arguments` must be an object"))?;
+        let name = required_str(&params, "name")?;
         let tool = self
             .tool(name)
             .ok_or_else(|| RpcError::invalid_params(format!("unknown tool: {name:?}")))?;
-        let arguments = tools::call_arguments(params)
-            .ok_or_else(|| RpcError::invalid_params("tools/call `arguments` must be an object"))?;
         let result = tool.call(ctx, arguments).await;
         serde_json::to_value(result).map_err(|e| RpcError::internal(e.to_string()))
     }

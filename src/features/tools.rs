@@ -199,10 +199,10 @@ impl Tool {
 
 /// Reads `arguments` of a `tools/call`; absent means `{}` (clients omit it for tools
 /// without parameters).
-pub(crate) fn call_arguments(params: &Map<String, Value>) -> Option<Value> {
-    match params.get("arguments") {
+pub(crate) fn call_arguments(arguments: Option<Value>) -> Option<Value> {
+    match arguments {
         None | Some(Value::Null) => Some(Value::Object(Map::new())),
-        Some(v @ Value::Object(_)) => Some(v.clone()),
+        Some(v @ Value::Object(_)) => Some(v),
         Some(_) => None,
     }
 }

@@ -83,8 +83,17 @@ fn origin_allowed(origin: &str, config: &HttpSection) -> bool {
             .any(|h| h.eq_ignore_ascii_case(hostname(rest)))
 }
 
+const COMMON_ACCEPT: &str = "application/json, text/event-stream";
+
 /// Whether an Accept header admits `wanted` (`type/subtype`), counting wildcards.
 fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
+    // What every SDK client sends; skip parsing for it.
+    if headers
+        .get(header::ACCEPT)
+        .is_some_and(|v| v.as_bytes() == COMMON_ACCEPT.as_bytes())
+    {
+        return true;
+    }
     let (kind, _) = wanted.split_once('/').unwrap_or((wanted, ""));
     headers
         .get_all(header::ACCEPT)

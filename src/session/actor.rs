@@ -5,7 +5,7 @@
 //! the resource subscriptions and the SSE streams with their replay logs. Messages arrive
 //! over one mpsc mailbox and are handled one at a time, so no state is shared and no lock
 //! exists. The actor never awaits anything slow: feature work runs in spawned tasks that
-//! report back with [`SessionMsg::Finished`], so a tool waiting on the client (elicitation,
+//! report back with a `Finished` message, so a tool waiting on the client (elicitation,
 //! sampling) never stops the actor from taking the client's answer.
 //!
 //! The actor ends on DELETE, idle expiry or server shutdown. On the way out it aborts every
@@ -53,46 +53,58 @@ pub enum ServerEvent {
 /// The actor's mailbox messages.
 pub(crate) enum SessionMsg {
     /// The messages of one POST body.
-    Post {
-        messages: Vec<Message>,
-        respond_to: oneshot::Sender<Result<PostOutcome, SessionError>>,
-    },
+    Post(Box<PostMsg>),
     /// A GET: the standalone stream, or the resumption of the stream `last_event_id` names.
-    OpenStream {
-        last_event_id: Option<String>,
-        respond_to: oneshot::Sender<Result<Attachment, SessionError>>,
-    },
+    OpenStream(Box<OpenStreamMsg>),
     Delete {
         respond_to: oneshot::Sender<()>,
     },
     /// From a handler: a notification related to the client request `origin`.
-    Notify {
-        origin: RequestId,
-        method: &'static str,
-        params: Value,
-        level: Option<LogLevel>,
-    },
+    Notify(Box<NotifyMsg>),
     /// From a handler: a server→client request.
-    ClientRequest {
-        origin: RequestId,
-        method: &'static str,
-        params: Value,
-        respond_to: oneshot::Sender<Answer>,
-    },
+    ClientRequest(Box<ClientRequestMsg>),
     /// From a handler: close `origin`'s SSE connection, keeping the stream.
-    CloseStream {
-        origin: RequestId,
-    },
-    /// From a handler task: the encoded response to client request `id`. `task` tells a
-    /// late message from a cancelled task apart from the answer of a newer request that
-    /// reused the id.
-    Finished {
-        id: RequestId,
-        task: tokio::task::Id,
-        response: Bytes,
-    },
+    CloseStream(Box<RequestId>),
+    /// From a handler task: the encoded response to a client request.
+    Finished(Box<FinishedMsg>),
     Broadcast(Arc<ServerEvent>),
     Shutdown,
+}
+
+// Every session's mailbox allocates its first block of slots up front, so the message
+// size is paid per idle session: payloads are boxed to keep a slot at two words.
+const _: () = assert!(std::mem::size_of::<SessionMsg>() <= 16);
+
+pub(crate) struct PostMsg {
+    pub messages: Vec<Message>,
+    pub respond_to: oneshot::Sender<Result<PostOutcome, SessionError>>,
+}
+
+pub(crate) struct OpenStreamMsg {
+    pub last_event_id: Option<String>,
+    pub respond_to: oneshot::Sender<Result<Attachment, SessionError>>,
+}
+
+pub(crate) struct NotifyMsg {
+    pub origin: RequestId,
+    pub method: &'static str,
+    pub params: Value,
+    pub level: Option<LogLevel>,
+}
+
+pub(crate) struct ClientRequestMsg {
+    pub origin: RequestId,
+    pub method: &'static str,
+    pub params: Value,
+    pub respond_to: oneshot::Sender<Answer>,
+}
+
+/// `task` tells a late message from a cancelled task apart from the answer of a newer
+/// request that reused the id.
+pub(crate) struct FinishedMsg {
+    pub id: RequestId,
+    pub task: tokio::task::Id,
+    pub response: Bytes,
 }
 
 /// What a POST gets back.
@@ -169,7 +181,7 @@ impl SessionActor {
     }
 
     pub async fn run(mut self) {
-        info!(session = %self.id, version = %self.version, "session started");
+        debug!(session = %self.id, version = %self.version, "session started");
         let mut timer: Pin<Box<Sleep>> = Box::pin(tokio::time::sleep_until(self.idle_deadline));
         let mut armed = self.idle_deadline;
         let reason = loop {
@@ -202,18 +214,20 @@ impl SessionActor {
 
     fn handle(&mut self, msg: SessionMsg) -> Flow {
         match msg {
-            SessionMsg::Post {
-                messages,
-                respond_to,
-            } => {
+            SessionMsg::Post(msg) => {
+                let PostMsg {
+                    messages,
+                    respond_to,
+                } = *msg;
                 self.last_activity = Instant::now();
                 let outcome = self.on_post(messages);
                 let _ = respond_to.send(outcome);
             }
-            SessionMsg::OpenStream {
-                last_event_id,
-                respond_to,
-            } => {
+            SessionMsg::OpenStream(msg) => {
+                let OpenStreamMsg {
+                    last_event_id,
+                    respond_to,
+                } = *msg;
                 self.last_activity = Instant::now();
                 let _ = respond_to.send(self.on_open_stream(last_event_id));
             }
@@ -221,20 +235,27 @@ impl SessionActor {
                 let _ = respond_to.send(());
                 return Flow::Stop("deleted by the client");
             }
-            SessionMsg::Notify {
-                origin,
-                method,
-                params,
-                level,
-            } => self.on_notify(&origin, method, params, level),
-            SessionMsg::ClientRequest {
-                origin,
-                method,
-                params,
-                respond_to,
-            } => self.on_client_request(origin, method, params, respond_to),
-            SessionMsg::CloseStream { origin } => self.close_for_polling(&origin),
-            SessionMsg::Finished { id, task, response } => {
+            SessionMsg::Notify(msg) => {
+                let NotifyMsg {
+                    origin,
+                    method,
+                    params,
+                    level,
+                } = *msg;
+                self.on_notify(&origin, method, params, level)
+            }
+            SessionMsg::ClientRequest(msg) => {
+                let ClientRequestMsg {
+                    origin,
+                    method,
+                    params,
+                    respond_to,
+                } = *msg;
+                self.on_client_request(origin, method, params, respond_to)
+            }
+            SessionMsg::CloseStream(origin) => self.close_for_polling(&origin),
+            SessionMsg::Finished(msg) => {
+                let FinishedMsg { id, task, response } = *msg;
                 if self
                     .in_flight
                     .get(&id)
@@ -353,7 +374,7 @@ impl SessionActor {
         let task_id = id.clone();
         let session = Arc::clone(&self.id);
         let task = tokio::spawn(async move {
-            let work = dispatch(&features, ctx, &method, params.as_ref());
+            let work = dispatch(&features, ctx, &method, params);
             let outcome = AssertUnwindSafe(work)
                 .catch_unwind()
                 .await
@@ -365,11 +386,11 @@ impl SessionActor {
                 });
             let response = jsonrpc::encode_response(Some(&task_id), &outcome);
             let _ = tx
-                .send(SessionMsg::Finished {
+                .send(SessionMsg::Finished(Box::new(FinishedMsg {
                     id: task_id,
                     task: tokio::task::id(),
                     response,
-                })
+                })))
                 .await;
         });
         self.in_flight.insert(

@@ -16,7 +16,9 @@ use crate::context::{ClientLink, ClientRequestError};
 use crate::jsonrpc::{Message, RequestId};
 use crate::protocol::{LogLevel, ProtocolVersion};
 use crate::session::SessionError;
-use crate::session::actor::{PostOutcome, SessionMsg};
+use crate::session::actor::{
+    ClientRequestMsg, NotifyMsg, OpenStreamMsg, PostMsg, PostOutcome, SessionMsg,
+};
 use crate::session::streams::Attachment;
 
 #[derive(Clone, Debug)]
@@ -45,9 +47,11 @@ impl SessionHandle {
 
     /// Delivers a POST's messages. Requests get a stream to read their responses from.
     pub async fn post(&self, messages: Vec<Message>) -> Result<PostOutcome, SessionError> {
-        self.ask(|respond_to| SessionMsg::Post {
-            messages,
-            respond_to,
+        self.ask(|respond_to| {
+            SessionMsg::Post(Box::new(PostMsg {
+                messages,
+                respond_to,
+            }))
         })
         .await?
     }
@@ -57,9 +61,11 @@ impl SessionHandle {
         &self,
         last_event_id: Option<String>,
     ) -> Result<Attachment, SessionError> {
-        self.ask(|respond_to| SessionMsg::OpenStream {
-            last_event_id,
-            respond_to,
+        self.ask(|respond_to| {
+            SessionMsg::OpenStream(Box::new(OpenStreamMsg {
+                last_event_id,
+                respond_to,
+            }))
         })
         .await?
     }
@@ -113,12 +119,12 @@ impl ClientLink for SessionLink {
         params: Value,
         level: Option<LogLevel>,
     ) -> BoxFuture<'_, ()> {
-        let msg = SessionMsg::Notify {
+        let msg = SessionMsg::Notify(Box::new(NotifyMsg {
             origin: origin.clone(),
             method,
             params,
             level,
-        };
+        }));
         Box::pin(async move {
             let _ = self.tx.send(msg).await;
         })
@@ -134,12 +140,12 @@ impl ClientLink for SessionLink {
         let origin = origin.clone();
         Box::pin(async move {
             let (respond_to, answer) = oneshot::channel();
-            let msg = SessionMsg::ClientRequest {
+            let msg = SessionMsg::ClientRequest(Box::new(ClientRequestMsg {
                 origin,
                 method,
                 params,
                 respond_to,
-            };
+            }));
             self.tx
                 .send(msg)
                 .await
@@ -151,9 +157,7 @@ impl ClientLink for SessionLink {
     }
 
     fn close_stream(&self, origin: &RequestId) -> BoxFuture<'_, ()> {
-        let msg = SessionMsg::CloseStream {
-            origin: origin.clone(),
-        };
+        let msg = SessionMsg::CloseStream(Box::new(origin.clone()));
         Box::pin(async move {
             let _ = self.tx.send(msg).await;
         })

@@ -78,7 +78,7 @@ pub(crate) fn is_modern_post(
     body: &jsonrpc::Body,
 ) -> bool {
     if let Some(version) = header_version(headers) {
-        return !is_handshake_version(&version);
+        return !is_handshake_version(version);
     }
     match body {
         jsonrpc::Body::Single(Message::Request(r)) => {
@@ -92,16 +92,13 @@ pub(crate) fn is_modern_post(
 
 /// Whether a GET or DELETE names a non-handshake revision: those verbs do not exist there.
 pub(crate) fn is_modern_header(headers: &HeaderMap) -> bool {
-    header_version(headers).is_some_and(|v| !is_handshake_version(&v))
+    header_version(headers).is_some_and(|v| !is_handshake_version(v))
 }
 
-fn header_version(headers: &HeaderMap) -> Option<String> {
-    headers.get("mcp-protocol-version").map(|v| {
-        v.to_str()
-            .unwrap_or("\u{fffd}")
-            .trim_matches([' ', '\t'])
-            .to_string()
-    })
+fn header_version(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get("mcp-protocol-version")
+        .map(|v| v.to_str().unwrap_or("\u{fffd}").trim_matches([' ', '\t']))
 }
 
 /// The HTTP status of a JSON-RPC error on the modern path (§2.5).
@@ -166,7 +163,7 @@ pub(crate) async fn serve_post(
         Message::Request(r) => r,
         Message::Notification(_) => {
             return match header_version(headers) {
-                Some(v) if v != MODERN_VERSION => error_reply(None, unsupported_version(&v)),
+                Some(v) if v != MODERN_VERSION => error_reply(None, unsupported_version(v)),
                 // Notifications have no effect without a session; cancellation is closing the
                 // response stream (spec 2026-07-28 `basic/patterns/cancellation.mdx`).
                 _ => StatusCode::ACCEPTED.into_response(),
@@ -331,7 +328,7 @@ async fn run(shared: &Arc<Shared>, request: Request, envelope: envelope::Envelop
     // Taken before the spawn, so a reload never changes a request's tools mid-call.
     let features = shared.features.load_full();
     let task = tokio::spawn(async move {
-        let work = dispatch(&features, ctx, &request.method, request.params.as_ref());
+        let work = dispatch(&features, ctx, &request.method, request.params.clone());
         let outcome = AssertUnwindSafe(work).catch_unwind().await.unwrap_or_else(|_| {
             tracing::warn!(method = %request.method, request_id = %request.id, "handler panicked");
             Err(RpcError::internal(format!("the handler of {} failed unexpectedly", request.method)))
