@@ -35,6 +35,7 @@ pub struct Config {
     pub replay: ReplaySection,
     pub pagination: PaginationSection,
     pub modern: ModernSection,
+    pub tasks: TasksSection,
     pub command_tools: CommandToolsSection,
     pub http_tools: HttpToolsSection,
     pub file_resources: FileResourcesSection,
@@ -276,6 +277,33 @@ impl Default for ModernSection {
     }
 }
 
+/// `[tasks]`: the `io.modelcontextprotocol/tasks` extension (SEP-2663) on the stateless
+/// 2026-07-28 path. Tasks live in memory, server-wide (they are not session state).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TasksSection {
+    /// Tasks kept at once, running or finished; a call that would create one more gets an
+    /// error until older tasks expire.
+    pub max_tasks: usize,
+    /// How long a task stays readable with `tasks/get` after it was created (`ttlMs`); a
+    /// task still running then is cancelled.
+    #[serde(with = "humantime_serde")]
+    pub ttl: Duration,
+    /// `pollIntervalMs`: how often clients are asked to poll `tasks/get`.
+    #[serde(with = "humantime_serde")]
+    pub poll_interval: Duration,
+}
+
+impl Default for TasksSection {
+    fn default() -> Self {
+        TasksSection {
+            max_tasks: 1024,
+            ttl: Duration::from_secs(3600),
+            poll_interval: Duration::from_millis(500),
+        }
+    }
+}
+
 /// A configuration error, located in its file.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -370,6 +398,7 @@ impl Config {
             ("pagination.page_size", self.pagination.page_size),
             ("modern.max_listen_streams", self.modern.max_listen_streams),
             ("modern.listen_buffer", self.modern.listen_buffer),
+            ("tasks.max_tasks", self.tasks.max_tasks),
             (
                 "command_tools.max_processes",
                 self.command_tools.max_processes,
@@ -403,6 +432,8 @@ impl Config {
             ),
             ("command_tools.timeout", self.command_tools.timeout),
             ("http_tools.timeout", self.http_tools.timeout),
+            ("tasks.ttl", self.tasks.ttl),
+            ("tasks.poll_interval", self.tasks.poll_interval),
         ];
         for (key, value) in durations {
             if value.is_zero() {

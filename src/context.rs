@@ -39,6 +39,10 @@ pub enum ClientRequestError {
         "the client's input is required; the request ends with an input_required result and is retried with the answer"
     )]
     InputRequired,
+    /// [`RequestContext::start_task`] turned the call into a task: this run ends, and the
+    /// task runs the handler again from the start with the answers gathered so far.
+    #[error("the call continues as a task; this run ends and the task runs the handler again")]
+    TaskStarted,
 }
 
 /// The channel a context uses to reach its client. Implemented by the transport layer.
@@ -70,6 +74,13 @@ pub(crate) trait ClientLink: Send + Sync + 'static {
     /// Told when a handler needed a client capability the client did not declare. The
     /// stateless path answers such a request with -32021; sessions need not react.
     fn capability_missing(&self, _capability: &'static str) {}
+
+    /// Asked by [`RequestContext::start_task`]. Only a stateless call of a tool that starts
+    /// its own task, from a client that declared the tasks extension, ends here with
+    /// [`ClientRequestError::TaskStarted`]; everywhere else the handler just continues.
+    fn start_task(&self) -> Result<(), ClientRequestError> {
+        Ok(())
+    }
 }
 
 /// The context of one client request. Cheap to clone.
@@ -269,6 +280,18 @@ impl RequestContext {
     fn missing(&self, capability: &'static str) -> ClientRequestError {
         self.inner.link.capability_missing(capability);
         ClientRequestError::NotSupported(capability)
+    }
+
+    /// Ends the synchronous phase of a tool registered with
+    /// [`Tool::starting_own_task`](crate::Tool::starting_own_task): on a 2026-07-28 request
+    /// from a client that declared `io.modelcontextprotocol/tasks`, the call is answered with
+    /// a `CreateTaskResult` and the task runs the handler again from the start, with every
+    /// answer gathered so far, so code before this call must be repeatable (as with
+    /// `input_required` retries). Propagate the error with `?`. Inside the task, on
+    /// sessions and for clients without the extension it returns `Ok(())` and the handler
+    /// simply continues.
+    pub fn start_task(&self) -> Result<(), ClientRequestError> {
+        self.inner.link.start_task()
     }
 
     /// Closes the SSE connection of this request's stream without ending the stream, so the

@@ -67,7 +67,7 @@ pub use config::Config;
 pub use context::{ClientRequestError, RequestContext};
 pub use features::prompts::Prompt;
 pub use features::resources::{Resource, ResourceError, ResourceTemplate};
-pub use features::tools::{Tool, ToolError};
+pub use features::tools::{TaskSupport, Tool, ToolError};
 pub use features::{FeatureSet, ListChanges};
 pub use protocol::{
     CallToolResult, Content, GetPromptResult, PromptArgument, PromptMessage, ResourceContents, Role,

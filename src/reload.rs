@@ -112,6 +112,7 @@ fn tables_needing_restart(old: &Config, new: &Config) -> Vec<&'static str> {
         ("replay", old.replay != new.replay),
         ("pagination", old.pagination != new.pagination),
         ("modern", old.modern != new.modern),
+        ("tasks", old.tasks != new.tasks),
         ("reload", old.reload != new.reload),
         ("command_tools", processes(old) != processes(new)),
     ]

@@ -30,6 +30,7 @@ use crate::protocol::CallToolResult;
 use crate::session::actor::ServerEvent;
 use crate::session::registry::SessionRegistry;
 use crate::stateless::request_state::RequestStateKey;
+use crate::stateless::tasks::TaskStore;
 
 /// State shared by every HTTP handler and session actor. Read-only apart from the
 /// registry, which is concurrent by construction, and the features, which a reload swaps
@@ -51,6 +52,8 @@ pub(crate) struct Shared {
     pub shutdown: CancellationToken,
     /// Open `subscriptions/listen` streams.
     pub listen_streams: AtomicUsize,
+    /// Tasks of the `io.modelcontextprotocol/tasks` extension, server-wide.
+    pub tasks: TaskStore,
 }
 
 impl Shared {
@@ -249,6 +252,7 @@ impl ServerBuilder {
         let (events, _) = broadcast::channel(modern.listen_buffer);
         let initialize_result = initialize_result(&self.config);
         let registry = SessionRegistry::new(self.config.sessions.max_sessions);
+        let tasks = TaskStore::new(self.config.tasks.clone());
         let shared = Shared {
             config: self.config,
             features: ArcSwap::from_pointee(features),
@@ -258,6 +262,7 @@ impl ServerBuilder {
             request_state,
             shutdown: CancellationToken::new(),
             listen_streams: AtomicUsize::new(0),
+            tasks,
         };
         Ok(Server {
             shared: Arc::new(shared),

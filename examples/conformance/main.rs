@@ -16,12 +16,14 @@
 //! - [`resources`]: the static resources, the watched resource and the URI template;
 //! - [`prompts`]: the four prompts and the argument completer;
 //! - [`modern`]: what only the 2026-07-28 scenarios call — the stateless diagnostics, the
-//!   `input_required` (multi round-trip) tools and prompt, and an `x-mcp-header` tool.
+//!   `input_required` (multi round-trip) tools and prompt, and an `x-mcp-header` tool;
+//! - [`tasks`]: the fixtures of the `io.modelcontextprotocol/tasks` extension scenarios.
 
 mod fixtures;
 mod modern;
 mod prompts;
 mod resources;
+mod tasks;
 mod tools;
 
 use std::io::{IsTerminal, Write};
@@ -65,6 +67,7 @@ async fn main() -> anyhow::Result<()> {
     let builder = resources::register(builder);
     let builder = prompts::register(builder);
     let builder = modern::register(builder);
+    let builder = tasks::register(builder);
     let server = builder.build()?;
     // The list-change triggers notify through it.
     let _ = modern::SERVER.set(server.clone());

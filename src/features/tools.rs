@@ -45,6 +45,20 @@ pub enum ToolDefinitionError {
     BadSchema { name: String, reason: String },
 }
 
+/// Whether a tool runs as a task of the `io.modelcontextprotocol/tasks` extension
+/// (SEP-2663), as its descriptor's `execution.taskSupport` says. The server alone decides:
+/// a client that declared the extension gets a task for `optional` and `required` tools; a
+/// client that did not gets a plain result for `optional` tools and -32021 for `required`
+/// ones. Handshake-era sessions always run tools synchronously.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskSupport {
+    #[default]
+    Forbidden,
+    Optional,
+    Required,
+}
+
 /// A registered tool.
 #[derive(Clone)]
 pub struct Tool {
@@ -52,6 +66,9 @@ pub struct Tool {
     descriptor: Value,
     validator: Arc<jsonschema::Validator>,
     handler: ToolHandler,
+    /// The handler calls [`RequestContext::start_task`] itself, after a synchronous
+    /// (multi round-trip) phase, instead of the task starting with the call.
+    starts_own_task: bool,
 }
 
 impl std::fmt::Debug for Tool {
@@ -118,6 +135,7 @@ impl Tool {
             descriptor,
             validator: Arc::new(validator),
             handler: Arc::new(handler),
+            starts_own_task: false,
         })
     }
 
@@ -158,6 +176,33 @@ impl Tool {
             obj.insert(field.to_string(), value);
         }
         self
+    }
+
+    /// Sets `execution.taskSupport` in the descriptor; the same as
+    /// `with("execution", json!({ "taskSupport": "optional" }))`.
+    pub fn with_task_support(self, support: TaskSupport) -> Self {
+        self.with("execution", json!({ "taskSupport": support }))
+    }
+
+    /// Lets the handler choose when its task starts: the call first runs like any other
+    /// (it may ask the client for input over several round trips), and becomes a task when
+    /// the handler calls [`RequestContext::start_task`]. The task then runs the handler again
+    /// from the start with the answers gathered so far.
+    pub fn starting_own_task(mut self) -> Self {
+        self.starts_own_task = true;
+        self
+    }
+
+    /// The descriptor's `execution.taskSupport`; absent or unknown means forbidden.
+    pub fn task_support(&self) -> TaskSupport {
+        self.descriptor
+            .pointer("/execution/taskSupport")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn starts_own_task(&self) -> bool {
+        self.starts_own_task
     }
 
     pub fn name(&self) -> &str {
@@ -218,5 +263,19 @@ mod tests {
         assert!(validate_tool_name("has space").is_err());
         assert!(validate_tool_name("a,b").is_err());
         assert!(validate_tool_name(&"x".repeat(129)).is_err());
+    }
+
+    #[test]
+    fn task_support_reads_the_descriptor() {
+        let tool = Tool::new("t", "d", json!({ "type": "object" }), |_ctx, _args| {
+            Box::pin(async { Ok(CallToolResult::text("x")) })
+        })
+        .unwrap();
+        assert_eq!(tool.task_support(), TaskSupport::Forbidden);
+        let tool = tool.with("execution", json!({ "taskSupport": "optional" }));
+        assert_eq!(tool.task_support(), TaskSupport::Optional);
+        let tool = tool.with_task_support(TaskSupport::Required);
+        assert_eq!(tool.descriptor()["execution"]["taskSupport"], "required");
+        assert_eq!(tool.task_support(), TaskSupport::Required);
     }
 }

@@ -168,7 +168,7 @@ pub(crate) fn validate(
     })
 }
 
-/// `Mcp-Name` must name the body's tool or prompt name, or resource URI.
+/// `Mcp-Name` must name the body's tool or prompt name, resource URI, or task id.
 fn check_name_header(
     header: Option<&str>,
     method: &str,
@@ -177,6 +177,8 @@ fn check_name_header(
     let field = match method {
         "tools/call" | "prompts/get" => "name",
         "resources/read" => "uri",
+        // SEP-2663 "Streamable HTTP: Routing Headers".
+        "tasks/get" | "tasks/update" | "tasks/cancel" => "taskId",
         _ => return Ok(()),
     };
     let Some(body) = params.and_then(|p| p.get(field)).and_then(Value::as_str) else {

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
@@ -33,6 +33,16 @@ pub(crate) enum Frame {
     },
 }
 
+/// Whether [`ClientLink::start_task`] turns this run into a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TaskStart {
+    /// No task can start here (the tool or the client does not take part in tasks), or
+    /// the run already is a task: the handler continues.
+    Continue,
+    /// The handler may start its task: the run ends and the call becomes a task.
+    Allowed,
+}
+
 pub(crate) struct StatelessLink {
     out: mpsc::Sender<Frame>,
     log_level: Option<LogLevel>,
@@ -40,6 +50,8 @@ pub(crate) struct StatelessLink {
     asked: AtomicUsize,
     needed: mpsc::Sender<(String, Value)>,
     missing_capability: OnceLock<&'static str>,
+    task_start: TaskStart,
+    task_started: AtomicBool,
 }
 
 impl StatelessLink {
@@ -56,7 +68,19 @@ impl StatelessLink {
             asked: AtomicUsize::new(0),
             needed,
             missing_capability: OnceLock::new(),
+            task_start: TaskStart::Continue,
+            task_started: AtomicBool::new(false),
         }
+    }
+
+    pub fn with_task_start(mut self, task_start: TaskStart) -> Self {
+        self.task_start = task_start;
+        self
+    }
+
+    /// Whether the handler asked for its task ([`TaskStart::Allowed`] only).
+    pub fn task_started(&self) -> bool {
+        self.task_started.load(Ordering::Relaxed)
     }
 
     pub fn missing_capability(&self) -> Option<&'static str> {
@@ -117,5 +141,15 @@ impl ClientLink for StatelessLink {
 
     fn capability_missing(&self, capability: &'static str) {
         let _ = self.missing_capability.set(capability);
+    }
+
+    fn start_task(&self) -> Result<(), ClientRequestError> {
+        match self.task_start {
+            TaskStart::Continue => Ok(()),
+            TaskStart::Allowed => {
+                self.task_started.store(true, Ordering::Relaxed);
+                Err(ClientRequestError::TaskStarted)
+            }
+        }
     }
 }

@@ -6,7 +6,8 @@
 //! channel to the client: notifications go on the request's own response stream, and
 //! elicitation or sampling become an `input_required` result with a sealed
 //! [`request_state`]. Closing the response stream cancels the task. `server/discover` and
-//! `subscriptions/listen` ([`listen`]) exist only here.
+//! `subscriptions/listen` ([`listen`]) exist only here, and so do the task methods of the
+//! `io.modelcontextprotocol/tasks` extension ([`tasks`]).
 //!
 //! Routing between the eras follows `shared/spec/stateless-2026-07-28.md` §1.4.
 
@@ -14,6 +15,7 @@ pub(crate) mod envelope;
 pub(crate) mod link;
 pub(crate) mod listen;
 pub mod request_state;
+pub(crate) mod tasks;
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -37,7 +39,7 @@ use crate::http::reply::TokioTimer;
 use crate::jsonrpc::{self, Message, Request, RequestId, RpcError, codes};
 use crate::protocol::{MODERN_VERSION, is_handshake_version};
 use crate::server::Shared;
-use link::{Frame, MAX_INPUT_REQUESTS, StatelessLink};
+use link::{Frame, MAX_INPUT_REQUESTS, StatelessLink, TaskStart};
 use request_state::Binding;
 
 /// Methods a modern client may call besides `server/discover` and `subscriptions/listen`.
@@ -196,6 +198,15 @@ pub(crate) async fn serve_post(
             )
         }
         "subscriptions/listen" => listen::open(shared, headers, request).await,
+        method if tasks::METHODS.contains(&method) => {
+            match tasks::serve(shared, method, request.params.as_ref(), &envelope.client) {
+                Ok(result) => json_reply(
+                    StatusCode::OK,
+                    jsonrpc::encode_response(Some(&request.id), &Ok(stamp(shared, method, result))),
+                ),
+                Err(e) => error_reply(Some(&request.id), e),
+            }
+        }
         method if FEATURE_METHODS.contains(&method) => run(shared, request, envelope).await,
         method => error_reply(
             Some(&request.id),
@@ -220,6 +231,8 @@ fn discover_result(shared: &Shared) -> Value {
         "supportedVersions": [MODERN_VERSION],
         "capabilities": shared.initialize_result["capabilities"],
     });
+    // Extensions exist only in the 2026-07-28 capability object.
+    result["capabilities"]["extensions"] = json!({ tasks::EXTENSION: {} });
     if let Some(instructions) = shared.initialize_result.get("instructions") {
         result["instructions"] = instructions.clone();
     }
@@ -300,33 +313,72 @@ fn gathered_answers(
     Ok(answers)
 }
 
+/// -32021 for a handler that needed a client capability the request did not declare.
+pub(crate) fn missing_capability(capability: &str) -> RpcError {
+    RpcError::new(
+        codes::MISSING_CLIENT_CAPABILITY,
+        format!("this request needs the client capability `{capability}`, which the request did not declare"),
+    )
+    .with_data(json!({ "requiredCapabilities": { capability: {} } }))
+}
+
 /// Runs a feature method in its own task and answers with JSON, or with SSE as soon as the
-/// handler sends a notification first.
+/// handler sends a notification first. A `tools/call` may become a task instead
+/// ([`tasks::plan_call`]).
 async fn run(shared: &Arc<Shared>, request: Request, envelope: envelope::Envelope) -> Response {
     let answers = match gathered_answers(shared, &request) {
         Ok(a) => a,
         Err(e) => return error_reply(Some(&request.id), e),
     };
+    // Taken before the spawn, so a reload never changes a request's tools mid-call.
+    let features = shared.features.load_full();
+    let plan = if request.method == "tools/call" {
+        match tasks::plan_call(&features, request.params.as_ref(), &envelope.client) {
+            Ok(plan) => plan,
+            Err(e) => return error_reply(Some(&request.id), e),
+        }
+    } else {
+        tasks::CallPlan::Direct
+    };
+    let client = Arc::new(envelope.client);
+    if plan == tasks::CallPlan::Task {
+        return match tasks::create(shared, &request, client, features, answers) {
+            Ok(result) => json_reply(
+                StatusCode::OK,
+                jsonrpc::encode_response(
+                    Some(&request.id),
+                    &Ok(stamp(shared, &request.method, result)),
+                ),
+            ),
+            Err(e) => error_reply(Some(&request.id), e),
+        };
+    }
+    let task_start = if plan == tasks::CallPlan::TaskWhenHandlerStarts {
+        TaskStart::Allowed
+    } else {
+        TaskStart::Continue
+    };
     let (out_tx, mut out_rx) = mpsc::channel(shared.config.http.sse_connection_buffer);
     let (needed_tx, mut needed_rx) = mpsc::channel(MAX_INPUT_REQUESTS);
-    let link = Arc::new(StatelessLink::new(
-        out_tx.clone(),
-        envelope.log_level,
-        answers.clone(),
-        needed_tx,
-    ));
+    let link = Arc::new(
+        StatelessLink::new(
+            out_tx.clone(),
+            envelope.log_level,
+            answers.clone(),
+            needed_tx,
+        )
+        .with_task_start(task_start),
+    );
     let cancel = CancellationToken::new();
     let ctx = RequestContext::new(
         request.id.clone(),
         None,
         envelope.progress_token,
-        Arc::new(envelope.client),
+        Arc::clone(&client),
         cancel.clone(),
         Arc::clone(&link) as Arc<dyn crate::context::ClientLink>,
     );
     let task_shared = Arc::clone(shared);
-    // Taken before the spawn, so a reload never changes a request's tools mid-call.
-    let features = shared.features.load_full();
     let task = tokio::spawn(async move {
         let work = dispatch(&features, ctx, &request.method, request.params.clone());
         let outcome = AssertUnwindSafe(work).catch_unwind().await.unwrap_or_else(|_| {
@@ -338,8 +390,18 @@ async fn run(shared: &Arc<Shared>, request: Request, envelope: envelope::Envelop
             inputs.insert(key, input);
         }
         let outcome = if let Some(capability) = link.missing_capability() {
-            Err(RpcError::new(codes::MISSING_CLIENT_CAPABILITY, format!("this request needs the client capability `{capability}`, which the request did not declare"))
-                .with_data(json!({ "requiredCapabilities": { capability: {} } })))
+            Err(missing_capability(capability))
+        } else if link.task_started() {
+            // The synchronous phase is over: the task runs the handler again with every
+            // answer gathered in it. No requestState leaks into the task (SEP-2663).
+            tasks::create(
+                &task_shared,
+                &request,
+                client,
+                Arc::clone(&features),
+                answers,
+            )
+            .map(|result| stamp(&task_shared, &request.method, result))
         } else if !inputs.is_empty() && MAY_REQUIRE_INPUT.contains(&request.method.as_str()) {
             let state = task_shared.request_state.seal(binding(&request), answers);
             Ok(stamp(
