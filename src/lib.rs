@@ -1,10 +1,11 @@
 //! # mcp-actor
 //!
-//! A Model Context Protocol server for the Streamable HTTP transport (revisions 2025-03-26,
-//! 2025-06-18 and 2025-11-25), built so that the failures of shared-state servers —
-//! lost responses under parallel requests, live sessions rejected as "not initialized",
-//! deleted sessions coming back, a session stalled by a tool waiting on the client — cannot
-//! happen.
+//! A Model Context Protocol server for the Streamable HTTP transport. One endpoint serves the
+//! handshake-era revisions (2025-03-26, 2025-06-18, 2025-11-25) through sessions and the
+//! stateless revision 2026-07-28 per request. It is built so that the failures of
+//! shared-state servers — lost responses under parallel requests, live sessions rejected as
+//! "not initialized", deleted sessions coming back, a session stalled by a tool waiting on
+//! the client — cannot happen.
 //!
 //! ## Architecture
 //!
@@ -20,8 +21,10 @@
 //!   shared map), send its actor one message and await one oneshot reply.
 //! - The actor handles messages one at a time and never awaits anything slow, so its state
 //!   needs no lock. Tool work runs in spawned tasks that report back by message.
-//! - [`dispatch`] and [`features`] hold the MCP feature logic and know nothing of sessions;
-//!   a stateless transport can reuse them.
+//! - [`dispatch`] and [`features`] hold the MCP feature logic and know nothing of sessions.
+//!   The [`stateless`] path (2026-07-28) runs them per request, without an actor, through
+//!   the same [`RequestContext`] API; elicitation and sampling become `input_required`
+//!   results there.
 //!
 //! ## Embedding
 //!
