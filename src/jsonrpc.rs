@@ -173,44 +173,82 @@ impl Body {
 /// Decodes a POST body. Errors carry the JSON-RPC code to answer with: -32700 when the
 /// bytes are not JSON, -32600 when the JSON is not a JSON-RPC message.
 pub fn decode_body(bytes: &[u8]) -> Result<Body, RpcError> {
-    let value: Value = serde_json::from_slice(bytes)
-        .map_err(|e| RpcError::parse_error(format!("body is not valid JSON: {e}")))?;
-    match value {
-        Value::Array(items) => {
-            if items.is_empty() {
-                return Err(RpcError::invalid_request("empty JSON-RPC batch"));
-            }
-            let messages = items
-                .into_iter()
-                .map(decode_message)
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(Body::Batch(messages))
+    // The envelope is read straight into a struct (no intermediate map); only `params`,
+    // `result` and `error`, whose shape belongs to the method, become JSON values.
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    let decoded = match first {
+        Some(b'[') => serde_json::from_slice::<Vec<WireMessage>>(bytes).map(Some),
+        Some(b'{') => serde_json::from_slice::<WireMessage>(bytes).map(|m| Some(vec![m])),
+        // Valid JSON of another kind is not a JSON-RPC message; invalid JSON is a parse error.
+        _ => serde_json::from_slice::<serde::de::IgnoredAny>(bytes).map(|_| None),
+    };
+    let messages = match decoded {
+        Ok(Some(messages)) => messages,
+        Ok(None) => {
+            return Err(RpcError::invalid_request(
+                "a JSON-RPC message must be a JSON object",
+            ));
         }
-        other => decode_message(other).map(Body::Single),
+        Err(e) if e.is_data() => {
+            return Err(RpcError::invalid_request(format!(
+                "not a JSON-RPC message: {e}"
+            )));
+        }
+        Err(e) => {
+            return Err(RpcError::parse_error(format!(
+                "body is not valid JSON: {e}"
+            )));
+        }
+    };
+    match (first, messages.len()) {
+        (Some(b'['), 0) => Err(RpcError::invalid_request("empty JSON-RPC batch")),
+        (Some(b'['), _) => messages
+            .into_iter()
+            .map(decode_message)
+            .collect::<Result<Vec<_>, _>>()
+            .map(Body::Batch),
+        _ => messages.into_iter().next().map_or_else(
+            || Err(RpcError::invalid_request("empty body")),
+            |m| decode_message(m).map(Body::Single),
+        ),
     }
 }
 
-fn decode_message(value: Value) -> Result<Message, RpcError> {
-    let Value::Object(mut obj) = value else {
+/// The members of one message as sent. `Option<Value>` fields use [`present`] so that an
+/// explicit `null` (`Some(Value::Null)`) is told apart from an absent member (`None`).
+#[derive(Deserialize)]
+struct WireMessage {
+    #[serde(default)]
+    jsonrpc: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    params: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    result: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    error: Option<Value>,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+fn decode_message(wire: WireMessage) -> Result<Message, RpcError> {
+    if wire.jsonrpc.as_deref() != Some("2.0") {
         return Err(RpcError::invalid_request(
-            "a JSON-RPC message must be a JSON object",
+            "missing or wrong \"jsonrpc\" member: it must be \"2.0\"",
         ));
-    };
-    match obj.get("jsonrpc") {
-        Some(Value::String(v)) if v == "2.0" => {}
-        _ => {
-            return Err(RpcError::invalid_request(
-                "missing or wrong \"jsonrpc\" member: it must be \"2.0\"",
-            ));
-        }
     }
-    let id = match obj.remove("id") {
+    let id = match wire.id {
         None => None,
         Some(v) => Some(RequestId::from_value(&v).ok_or_else(|| {
             RpcError::invalid_request("\"id\" must be a string or an integer, and not null")
         })?),
     };
-    let params = match obj.remove("params") {
+    let params = match wire.params {
         None => None,
         Some(p @ (Value::Object(_) | Value::Array(_))) => Some(p),
         Some(_) => {
@@ -219,10 +257,7 @@ fn decode_message(value: Value) -> Result<Message, RpcError> {
             ));
         }
     };
-    if let Some(method) = obj.remove("method") {
-        let Value::String(method) = method else {
-            return Err(RpcError::invalid_request("\"method\" must be a string"));
-        };
+    if let Some(method) = wire.method {
         return Ok(match id {
             Some(id) => Message::Request(Request { id, method, params }),
             None => Message::Notification(Notification { method, params }),
@@ -233,7 +268,7 @@ fn decode_message(value: Value) -> Result<Message, RpcError> {
             "message has neither \"method\" nor \"id\": not a request, notification or response",
         ));
     };
-    let outcome = match (obj.remove("result"), obj.remove("error")) {
+    let outcome = match (wire.result, wire.error) {
         (Some(result), None) => Ok(result),
         (None, Some(error)) => Err(serde_json::from_value::<RpcError>(error)
             .map_err(|e| RpcError::invalid_request(format!("malformed \"error\" object: {e}")))?),

@@ -123,6 +123,18 @@ impl Stream {
         if !is_response {
             self.resumable = true;
         }
+        // The last response of a stream nobody can resume ends it: there is no one to
+        // replay it to, so it is not logged.
+        if is_response && !self.resumable && self.outstanding <= 1 {
+            let delivered = self
+                .conn
+                .as_ref()
+                .is_none_or(|conn| conn.try_send(event).is_ok());
+            if !delivered {
+                self.conn = None;
+            }
+            return delivered;
+        }
         let mut healthy = true;
         if let Some(conn) = &self.conn {
             if conn.try_send(event.clone()).is_err() {
