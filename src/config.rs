@@ -103,7 +103,7 @@ pub struct HttpSection {
     /// Largest accepted POST body, in bytes; larger gets 413.
     pub max_body_bytes: usize,
     /// Host header values accepted (with or without a port). Empty means the loopback names
-    /// only: localhost, 127.0.0.1 and [::1].
+    /// only: localhost, 127.0.0.1 and `[::1]`.
     pub allowed_hosts: Vec<String>,
     /// Origin header values accepted, besides loopback origins. `"*"` accepts any.
     pub allowed_origins: Vec<String>,

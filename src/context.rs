@@ -2,7 +2,7 @@
 //! request — report progress, log, ask the client (elicitation, sampling, roots), and notice
 //! cancellation.
 //!
-//! The context does not know which transport era it serves. It talks to a [`ClientLink`]:
+//! The context does not know which transport era it serves. It talks to a `ClientLink`:
 //! the session actor for handshake-era sessions, or a per-request channel for the stateless
 //! revision. Feature code written against it runs unchanged on both.
 

@@ -9,9 +9,9 @@
 //!   understands;
 //! - the process leads its own process group, killed whole on timeout, on cancellation
 //!   (`notifications/cancelled` or session end abort the handler task; the
-//!   [`ProcessGroup`] guard kills from `Drop`) and after exit, so nothing is orphaned;
+//!   `ProcessGroup` guard kills from `Drop`) and after exit, so nothing is orphaned;
 //! - output is capped: past `max_output_bytes` the group is killed and the call fails;
-//! - concurrency is capped server-wide and per session ([`ProcessLimits`]).
+//! - concurrency is capped server-wide and per session (`ProcessLimits`).
 
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};

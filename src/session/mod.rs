@@ -1,10 +1,10 @@
 //! Handshake-era sessions: one actor task per `Mcp-Session-Id`.
 //!
-//! - [`actor`]: the task that owns all of one session's state;
-//! - [`handle`]: the clonable sender HTTP handlers and tool tasks use to reach it;
-//! - [`registry`]: the map from session id to handle, the only shared structure;
+//! - `actor`: the task that owns all of one session's state;
+//! - `handle`: the clonable sender HTTP handlers and tool tasks use to reach it;
+//! - `registry`: the map from session id to handle, the only shared structure;
 //! - [`streams`]: SSE streams and their replay logs;
-//! - [`pending`]: server→client requests awaiting answers.
+//! - `pending`: server→client requests awaiting answers.
 //!
 //! Nothing outside this module reads or changes session state; everything else sends
 //! messages.

@@ -1,13 +1,13 @@
 //! The stateless 2026-07-28 revision, served on the same endpoint as the sessions.
 //!
 //! A modern request is a self-contained unit of work: it never looks up, creates or touches
-//! a session actor. Its envelope is checked ([`envelope`]), then it runs in its own task
-//! through the same [`dispatch`] the sessions use, with a [`link::StatelessLink`] as its
+//! a session actor. Its envelope is checked (`envelope`), then it runs in its own task
+//! through the same [`dispatch`] the sessions use, with a `link::StatelessLink` as its
 //! channel to the client: notifications go on the request's own response stream, and
 //! elicitation or sampling become an `input_required` result with a sealed
 //! [`request_state`]. Closing the response stream cancels the task. `server/discover` and
-//! `subscriptions/listen` ([`listen`]) exist only here, and so do the task methods of the
-//! `io.modelcontextprotocol/tasks` extension ([`tasks`]).
+//! `subscriptions/listen` (`listen`) exist only here, and so do the task methods of the
+//! `io.modelcontextprotocol/tasks` extension (`tasks`).
 //!
 //! Routing between the eras follows `shared/spec/stateless-2026-07-28.md` §1.4.
 
