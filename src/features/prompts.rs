@@ -37,7 +37,12 @@ impl Prompt {
         Fut: Future<Output = Result<GetPromptResult, String>> + Send + 'static,
     {
         let name = name.into();
-        let mut descriptor = json!({ "name": name, "description": description.into() });
+        let description: String = description.into();
+        let mut descriptor = json!({ "name": name });
+        // `description` is optional in the schema: an empty one is left out, not sent as "".
+        if !description.is_empty() {
+            descriptor["description"] = json!(description);
+        }
         if !arguments.is_empty() {
             descriptor["arguments"] = json!(arguments);
         }
