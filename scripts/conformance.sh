@@ -46,6 +46,8 @@ results="$tools/conf-results"
 profile="${CONFORMANCE_PROFILE:-debug}"
 
 log() { echo "conformance: $*" >&2; }
+# shellcheck source=scripts/lib.sh
+source "$repo_root/scripts/lib.sh"
 
 # --- toolchain ----------------------------------------------------------------
 command -v npm >/dev/null || { log "npm is required (any version; it only installs packages)"; exit 2; }
@@ -116,19 +118,11 @@ fi
 mkdir -p "$results"
 server_out="$results/server.out"
 server_err="$results/server.err"
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
+port="$(free_port)"
 
 server_pid=""
 cleanup() {
-    if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
-        kill "$server_pid" 2>/dev/null || true
-        for _ in $(seq 1 50); do
-            kill -0 "$server_pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -9 "$server_pid" 2>/dev/null || true
-        wait "$server_pid" 2>/dev/null || true
-    fi
+    stop_server "$server_pid"
 }
 trap cleanup EXIT
 trap 'exit 130' INT

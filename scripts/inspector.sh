@@ -21,24 +21,14 @@ NODE_MAJOR="22"            # the Inspector's engines field: node >= 22.19.0
 NODE_MIN="22.19.0"
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+log() { echo "inspector: $*" >&2; }
+# shellcheck source=scripts/lib.sh
+source "$repo_root/scripts/lib.sh"
 
 # Resolve the binary relative to the caller's cwd before changing directory.
-bin="${1:-target/debug/mcp-actor}"
-if [[ "$bin" != /* ]]; then
-    if [[ -e "$bin" ]]; then
-        bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
-    else
-        bin="$repo_root/$bin"
-    fi
-fi
-if [[ ! -x "$bin" ]]; then
-    echo "inspector: server binary not found or not executable: $bin (build it first, e.g. cargo build)" >&2
-    exit 2
-fi
+bin="$(resolve_bin "${1:-target/debug/mcp-actor}" "$repo_root")"
 
 cd "$repo_root"
-
-log() { echo "inspector: $*" >&2; }
 
 # --- Node >= 22.19 -----------------------------------------------------------
 command -v npm >/dev/null || { log "npm is required"; exit 2; }
@@ -106,15 +96,7 @@ err="$(mktemp -t mcp-actor-inspector-err.XXXXXX)"
 
 server_pid=""
 cleanup() {
-    if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
-        kill "$server_pid" 2>/dev/null || true
-        for _ in $(seq 1 50); do
-            kill -0 "$server_pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -9 "$server_pid" 2>/dev/null || true
-        wait "$server_pid" 2>/dev/null || true
-    fi
+    stop_server "$server_pid"
     rm -rf "$cli_home" "$out" "$err"
 }
 trap cleanup EXIT
@@ -125,23 +107,7 @@ log "starting $bin --listen 127.0.0.1:$port (log: $server_log)"
 "$bin" --listen "127.0.0.1:$port" >"$server_log" 2>&1 &
 server_pid=$!
 
-startup="${INSPECTOR_STARTUP_SECS:-30}"
-deadline=$((SECONDS + startup))
-until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
-    if ! kill -0 "$server_pid" 2>/dev/null; then
-        wait "$server_pid" && rc=0 || rc=$?
-        server_pid=""
-        log "server exited (status $rc) before listening; its output:"
-        tail -n 50 "$server_log" >&2 || true
-        exit 1
-    fi
-    if ((SECONDS >= deadline)); then
-        log "server did not listen on 127.0.0.1:$port within ${startup}s; its output:"
-        tail -n 50 "$server_log" >&2 || true
-        exit 1
-    fi
-    sleep 0.1
-done
+wait_listening "$server_pid" "$port" "$server_log" "${INSPECTOR_STARTUP_SECS:-30}"
 
 # --- run the Inspector CLI ---------------------------------------------------
 passed=0

@@ -21,28 +21,18 @@
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+log() { echo "interop: $*" >&2; }
+# shellcheck source=scripts/lib.sh
+source "$repo_root/scripts/lib.sh"
 
 # Resolve the binary relative to the caller's cwd before changing directory.
-bin="${1:-target/debug/mcp-actor}"
-if [[ "$bin" != /* ]]; then
-    if [[ -e "$bin" ]]; then
-        bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
-    else
-        bin="$repo_root/$bin"
-    fi
-fi
-if [[ ! -x "$bin" ]]; then
-    echo "interop: server binary not found or not executable: $bin (build it first, e.g. cargo build)" >&2
-    exit 2
-fi
+bin="$(resolve_bin "${1:-target/debug/mcp-actor}" "$repo_root")"
 
 cd "$repo_root"
 
 ts_dir="tests/interop/ts"
 py_dir="tests/interop/python"
 venv=".tools/py-interop"
-
-log() { echo "interop: $*" >&2; }
 
 hash_of() { python3 -c 'import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],"rb").read()).hexdigest())' "$1"; }
 
@@ -88,24 +78,9 @@ if [[ ! -f "$py_stamp" || "$(cat "$py_stamp")" != "$py_want" ]]; then
 fi
 
 # --- servers ----------------------------------------------------------------
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
-
 server_pid=""
 modern_pid=""
 tmp_dir=""
-stop_server() {
-    local pid="$1"
-    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
-        kill "$pid" 2>/dev/null || true
-        # give it a moment to exit cleanly, then insist
-        for _ in $(seq 1 50); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -9 "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    fi
-}
 cleanup() {
     stop_server "$server_pid"
     stop_server "$modern_pid"
@@ -117,27 +92,6 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# wait_listening PID PORT LOG: until the port accepts connections; exits 1 if the
-# server dies or the startup time passes.
-wait_listening() {
-    local pid="$1" port="$2" log_file="$3"
-    local startup="${INTEROP_STARTUP_SECS:-30}"
-    local deadline=$((SECONDS + startup))
-    until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
-        if ! kill -0 "$pid" 2>/dev/null; then
-            wait "$pid" && rc=0 || rc=$?
-            log "server exited (status $rc) before listening; its output:"
-            tail -n 50 "$log_file" >&2 || true
-            exit 1
-        fi
-        if ((SECONDS >= deadline)); then
-            log "server did not listen on 127.0.0.1:$port within ${startup}s; its output:"
-            tail -n 50 "$log_file" >&2 || true
-            exit 1
-        fi
-        sleep 0.1
-    done
-}
 
 # The server for the TypeScript and legacy Python clients: the embedded default config.
 port="$(free_port)"
@@ -147,7 +101,7 @@ server_log="${INTEROP_SERVER_LOG:-$(mktemp -t mcp-actor-interop.XXXXXX.log)}"
 log "starting $bin --listen 127.0.0.1:$port (log: $server_log)"
 "$bin" --listen "127.0.0.1:$port" >"$server_log" 2>&1 &
 server_pid=$!
-wait_listening "$server_pid" "$port" "$server_log"
+wait_listening "$server_pid" "$port" "$server_log" "${INTEROP_STARTUP_SECS:-30}"
 
 # The server for the modern Python client: its own config file, watched, which the
 # client edits (so it must not be shared with the other clients).
@@ -178,7 +132,7 @@ modern_log="${INTEROP_MODERN_SERVER_LOG:-$(mktemp -t mcp-actor-interop-modern.XX
 log "starting $bin --config $modern_config --listen 127.0.0.1:$modern_port (log: $modern_log)"
 "$bin" --config "$modern_config" --listen "127.0.0.1:$modern_port" >"$modern_log" 2>&1 &
 modern_pid=$!
-wait_listening "$modern_pid" "$modern_port" "$modern_log"
+wait_listening "$modern_pid" "$modern_port" "$modern_log" "${INTEROP_STARTUP_SECS:-30}"
 
 # --- run the clients --------------------------------------------------------
 status=0
