@@ -76,17 +76,9 @@ pub(crate) fn resource(
         ResourceKind::Text => {
             let text = entry.text.clone().unwrap_or_default();
             let mime = mime.unwrap_or_else(|| "text/plain".into());
-            let shown = mime.clone();
-            let resource = Resource::new(
-                uri.clone(),
-                entry.name.clone(),
-                Some(&shown),
-                move |_, uri| {
-                    let contents = ResourceContents::text(uri, mime.clone(), text.clone());
-                    async move { Ok(vec![contents]) }
-                },
-            );
-            single(resource)
+            single(fixed(&uri, &entry.name, mime, move |uri, mime| {
+                ResourceContents::text(uri, mime, text.clone())
+            }))
         }
         ResourceKind::Blob => {
             let blob = entry.blob.clone().unwrap_or_default();
@@ -94,17 +86,9 @@ pub(crate) fn resource(
                 return Err(vec![(at("blob"), "is not valid base64".into())]);
             }
             let mime = mime.unwrap_or_else(|| "application/octet-stream".into());
-            let shown = mime.clone();
-            let resource = Resource::new(
-                uri.clone(),
-                entry.name.clone(),
-                Some(&shown),
-                move |_, uri| {
-                    let contents = ResourceContents::blob(uri, mime.clone(), blob.clone());
-                    async move { Ok(vec![contents]) }
-                },
-            );
-            single(resource)
+            single(fixed(&uri, &entry.name, mime, move |uri, mime| {
+                ResourceContents::blob(uri, mime, blob.clone())
+            }))
         }
         ResourceKind::File => {
             let path = resolve(base_dir, entry.file.as_deref().unwrap_or(Path::new("")));
@@ -418,6 +402,26 @@ fn is_textual(mime: &str) -> bool {
                 | "application/x-sh"
                 | "application/sql"
         )
+}
+
+/// A resource whose contents are fixed in the configuration; `make` builds them for the URI
+/// and MIME type.
+fn fixed(
+    uri: &str,
+    name: &str,
+    mime: String,
+    make: impl Fn(String, String) -> ResourceContents + Send + Sync + 'static,
+) -> Resource {
+    let shown = mime.clone();
+    Resource::new(
+        uri.to_string(),
+        name.to_string(),
+        Some(&shown),
+        move |_, uri| {
+            let contents = make(uri, mime.clone());
+            async move { Ok(vec![contents]) }
+        },
+    )
 }
 
 #[cfg(test)]
