@@ -19,11 +19,12 @@ use crate::stateless;
 
 pub(crate) async fn post(
     State(shared): State<Arc<Shared>>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Body,
+    request: axum::extract::Request,
 ) -> Response {
-    match handle_post(&shared, &uri, &headers, body).await {
+    // The request is taken whole so its headers are read in place: the `HeaderMap` and
+    // `Uri` extractors would copy them on every call.
+    let (parts, body) = request.into_parts();
+    match handle_post(&shared, &parts.uri, &parts.headers, body).await {
         Ok(response) => response,
         Err(e) => e.into_response(),
     }
