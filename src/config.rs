@@ -56,6 +56,10 @@ pub struct ServerSection {
     /// A GET health probe answering `{"status":"ok","sessions":N,"listenStreams":M}`;
     /// empty disables it.
     pub health_path: String,
+    /// Threads of the binary's async runtime; 0 means one per CPU core. On a machine shared
+    /// with other busy processes (a load generator, a database), fewer threads than cores
+    /// avoid cross-thread wake-ups that cost more than they give; see docs/performance.md.
+    pub worker_threads: usize,
     pub name: String,
     pub title: Option<String>,
     pub version: String,
@@ -73,6 +77,7 @@ impl Default for ServerSection {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             path: "/mcp".into(),
             health_path: "/healthz".into(),
+            worker_threads: 0,
             name: "mcp-actor".into(),
             title: Some("mcp-actor".into()),
             version: env!("CARGO_PKG_VERSION").into(),

@@ -37,11 +37,10 @@ enum Command {
     Check { file: PathBuf },
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    if let Some(Command::Check { file }) = cli.command {
-        return check(&file);
+    if let Some(Command::Check { file }) = &cli.command {
+        return runtime(0)?.block_on(async { check(file) });
     }
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -50,6 +49,19 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let loaded = LoadedConfig::read(cli.config.as_deref())?;
+    runtime(loaded.config.server.worker_threads)?.block_on(serve(cli, loaded))
+}
+
+/// The async runtime: `threads` workers, or one per core when 0 (`server.worker_threads`).
+fn runtime(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if threads > 0 {
+        builder.worker_threads(threads);
+    }
+    builder.enable_all().build()
+}
+
+async fn serve(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<()> {
     let mut config = loaded.config.clone();
     if let Some(listen) = cli.listen {
         config.server.listen = listen;
