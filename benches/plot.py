@@ -9,8 +9,8 @@ a PNG is written next to the SVG as well. Log scales: the servers span two order
 """
 import json, math, os, shutil, statistics, subprocess, sys
 
-COLORS = {"mine": "#d62728", "limit": "#7f7f7f", "rust": "#1f77b4", "ts": "#2ca02c", "python": "#9467bd"}
-LABELS = {"mine": "mcp-actor", "limit": "limit (bare axum)", "rust": "rmcp (Rust SDK)",
+COLORS = {"mine": "#d62728", "mine-default": "#ff9896", "limit": "#7f7f7f", "rust": "#1f77b4", "ts": "#2ca02c", "python": "#9467bd"}
+LABELS = {"mine": "mcp-actor (worker_threads = 1)", "mine-default": "mcp-actor (default: a thread per core)", "limit": "limit (bare axum)", "rust": "rmcp (Rust SDK)",
           "ts": "TypeScript SDK", "python": "Python SDK"}
 SCEN = [("1x32", "1 session x 32 in flight"), ("64x4", "64 sessions x 4 in flight")]
 
