@@ -267,3 +267,20 @@ fn check_rejects_an_unknown_key_naming_file_line_and_key() {
         assert!(stderr.contains(key), "stderr should name {key}: {stderr}");
     }
 }
+
+#[tokio::test]
+async fn a_server_on_one_runtime_thread_serves_parallel_calls() {
+    let server =
+        TestServer::with_config("[server]\nworker_threads = 1\n\n[[tools]]\nbuiltin = \"echo\"\n");
+    let session = server.client().connect().await;
+    let calls = (0..32).map(|i| {
+        let session = session.clone();
+        async move {
+            session
+                .call_tool_text(json!(i), "echo", json!({ "text": format!("t{i}") }))
+                .await
+        }
+    });
+    let texts = futures_util::future::join_all(calls).await;
+    assert_eq!(texts, (0..32).map(|i| format!("t{i}")).collect::<Vec<_>>());
+}
