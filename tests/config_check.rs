@@ -1,18 +1,13 @@
 //! `mcp-actor check` on the shipped configuration files.
 
-use std::process::Command;
+mod common;
 
 fn check(file: &str, env: &[(&str, &str)]) -> (bool, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-actor"));
-    cmd.arg("check")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/config/").to_string() + file);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run mcp-actor check");
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.success(), text)
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("config")
+        .join(file);
+    let (status, stdout, stderr) = common::run_check(&path, env);
+    (status.success(), stdout + &stderr)
 }
 
 #[test]

@@ -4,8 +4,7 @@
 
 mod common;
 
-use std::process::{Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::rpc_codes::SESSION_NOT_FOUND;
 use common::{BUILTIN_TOOLS_TOML, LATEST, SseReader, TestServer};
@@ -195,42 +194,10 @@ async fn session_with_an_open_get_stream_outlives_idle_ttl() {
 
 // ----- mcp-actor check -----
 
-/// Runs `mcp-actor check <file>` with a bounded wait; returns status, stdout and stderr.
-fn run_check(file: &std::path::Path) -> (ExitStatus, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-actor"))
-        .arg("check")
-        .arg(file)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run mcp-actor check");
-    let deadline = Instant::now() + LIMIT;
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            break;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "mcp-actor check {} did not exit within {LIMIT:?}",
-                file.display()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let output = child.wait_with_output().expect("output");
-    (
-        output.status,
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
-
 #[test]
 fn check_accepts_the_default_config() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/default.toml");
-    let (status, stdout, stderr) = run_check(&path);
+    let (status, stdout, stderr) = common::run_check(&path, &[]);
     assert!(status.success(), "{status}: {stderr}");
     assert!(stdout.contains("ok"), "{stdout}");
 }
@@ -256,7 +223,7 @@ fn check_rejects_an_unknown_key_naming_file_line_and_key() {
             std::process::id()
         ));
         std::fs::write(&path, text).expect("write config");
-        let (status, stdout, stderr) = run_check(&path);
+        let (status, stdout, stderr) = common::run_check(&path, &[]);
         let _ = std::fs::remove_file(&path);
         assert!(!status.success(), "{key}: exited {status}; stdout {stdout}");
         let location = format!("{}:{line}:", path.display());

@@ -205,13 +205,8 @@ fn missing_env_secret_is_a_located_config_error() {
         "bad.toml",
         "[[tools]]\nname = \"a\"\nurl = \"http://127.0.0.1:1/\"\n\n[[tools]]\nname = \"b\"\nurl = \"http://127.0.0.1:1/\"\nheaders = { X-Key = \"${MCP_ACTOR_SURELY_UNSET}\" }\n",
     );
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-actor"))
-        .arg("check")
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (status, _, stderr) = common::run_check(&path, &[]);
+    assert!(!status.success());
     assert!(stderr.contains("bad.toml:8:"), "{stderr}");
     assert!(
         stderr.contains("MCP_ACTOR_SURELY_UNSET is not set"),

@@ -145,13 +145,8 @@ fn check_reports_unknown_template_variables_with_their_line() {
         "bad.toml",
         "[[prompts]]\nname = \"ok\"\ntemplate = \"fine\"\n\n[[prompts]]\nname = \"typo\"\narguments = [{ name = \"language\" }]\ntemplate = \"{{ lang }}\"\n",
     );
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-actor"))
-        .arg("check")
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (status, _, stderr) = common::run_check(&path, &[]);
+    assert!(!status.success());
     assert!(
         stderr.contains("bad.toml:8:1: prompts[1].template:"),
         "{stderr}"

@@ -161,13 +161,8 @@ fn check_locates_errors_in_the_third_tools_table() {
         "bad.toml",
         "[[tools]]\nbuiltin = \"echo\"\n\n[[tools]]\nname = \"a\"\ncommand = [\"echo\"]\n\n[[tools]]\nname = \"b\"\ncommand = [\"echo\", \"{oops\"]\n",
     );
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-actor"))
-        .arg("check")
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (status, _, stderr) = common::run_check(&path, &[]);
+    assert!(!status.success());
     assert!(
         stderr.contains("bad.toml:10:1: tools[2].command:"),
         "{stderr}"

@@ -822,3 +822,39 @@ pub mod rpc_codes {
     /// MCP `resources/read` of an unknown URI (spec `server/resources.mdx`).
     pub const RESOURCE_NOT_FOUND: i64 = -32002;
 }
+
+/// Runs `mcp-actor check FILE` with extra environment variables, bounded in time; returns
+/// the exit status, stdout and stderr.
+pub fn run_check(
+    file: &std::path::Path,
+    env: &[(&str, &str)],
+) -> (std::process::ExitStatus, String, String) {
+    const LIMIT: Duration = Duration::from_secs(30);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-actor"));
+    cmd.arg("check")
+        .arg(file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("run mcp-actor check");
+    let deadline = std::time::Instant::now() + LIMIT;
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "mcp-actor check {} did not exit within {LIMIT:?}",
+                file.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let output = child.wait_with_output().expect("output");
+    (
+        output.status,
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
