@@ -248,3 +248,35 @@ async fn cancelling_a_tool_cancels_its_pending_client_request() {
         "no response for a cancelled request"
     );
 }
+
+#[tokio::test]
+async fn server_requests_beyond_max_pending_fail_the_tool_with_a_clear_error() {
+    let server = TestServer::with_config(
+        "[client_requests]\nmax_pending = 1\n[[tools]]\nbuiltin = \"ask\"\n",
+    );
+    let session = server.client().connect().await;
+    let mut first = SseReader::new(
+        session
+            .post_value(&call(json!(1), "ask", json!({ "question": "q1" })))
+            .await,
+    );
+    let (_, request) = first.next_message(WAIT).await.expect("first elicitation");
+    let second = session
+        .post(&call(json!(2), "ask", json!({ "question": "q2" })))
+        .await;
+    let result = &second.response(&json!(2)).expect("second result")["result"];
+    assert_eq!(result["isError"], json!(true));
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("too many server→client requests") && text.contains("limit 1"),
+        "{text}"
+    );
+    // The pending one is untouched and still completes.
+    let answer = json!({ "action": "accept", "content": { "answer": "first" } });
+    assert_eq!(
+        session.answer(&request["id"], answer).await,
+        StatusCode::ACCEPTED
+    );
+    let (_, done) = first.next_message(WAIT).await.expect("first result");
+    assert_eq!(done["result"]["content"][0]["text"], json!("first"));
+}

@@ -561,58 +561,21 @@ async fn listen(client: &Client, id: Value, filter: Value) -> (SseReader, Value)
 /// A minimal HTTP/1.1 exchange written by hand, so header names and values go on the wire
 /// exactly as given. Returns the status and the JSON body.
 async fn raw_post(addr: &str, path: &str, header_lines: &[String], body: &str) -> (u16, Value) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let exchange = async {
-        let mut tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
-        let mut head = format!("POST {path} HTTP/1.1\r\nHost: {addr}\r\n");
-        for line in header_lines {
-            head.push_str(line);
-            head.push_str("\r\n");
-        }
-        head.push_str(&format!(
-            "Content-Length: {}\r\nConnection: close\r\n\r\n",
-            body.len()
-        ));
-        tcp.write_all(head.as_bytes()).await.expect("write head");
-        tcp.write_all(body.as_bytes()).await.expect("write body");
-        let mut raw = Vec::new();
-        tcp.read_to_end(&mut raw).await.expect("read reply");
-        raw
-    };
-    let raw = tokio::time::timeout(LIMIT, exchange)
-        .await
-        .expect("raw reply within the limit");
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .unwrap_or_else(|| panic!("no reply head in {text:?}"));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("bad status line in {head:?}"));
-    let chunked = head.lines().any(|l| {
-        l.to_ascii_lowercase()
-            .starts_with("transfer-encoding: chunked")
-    });
-    let body = if chunked {
-        // Concatenate the chunk payloads (the size lines are hex numbers).
-        let mut out = String::new();
-        let mut rest = body;
-        while let Some((size, after)) = rest.split_once("\r\n") {
-            let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-            if n == 0 || after.len() < n {
-                break;
-            }
-            out.push_str(&after[..n]);
-            rest = after[n..].trim_start_matches("\r\n");
-        }
-        out
-    } else {
-        body.to_string()
-    };
-    let json = serde_json::from_str(&body).unwrap_or(Value::Null);
-    (status, json)
+    let host = format!("Host: {addr}");
+    let mut lines: Vec<&str> = vec![&host];
+    lines.extend(header_lines.iter().map(String::as_str));
+    let reply = common::raw_request(
+        addr,
+        &format!("POST {path} HTTP/1.1"),
+        &lines,
+        body.as_bytes(),
+        LIMIT,
+    )
+    .await;
+    let json = reply
+        .json()
+        .unwrap_or_else(|| panic!("no JSON body in {reply:?}"));
+    (reply.status, json)
 }
 
 // =====================================================================================
@@ -2364,4 +2327,40 @@ async fn modern_traffic_spread_over_three_nodes_without_stickiness() {
     for client in &clients {
         assert_eq!(session_count(client).await, 0, "no node holds a session");
     }
+}
+
+#[tokio::test]
+async fn listen_streams_beyond_the_limit_get_503_with_retry_after() {
+    let server = TestServer::with_config(
+        "[modern]\nmax_listen_streams = 1\n\n[[tools]]\nbuiltin = \"echo\"\n",
+    );
+    let client = client_of(&server);
+    let (_open, _) = listen(&client, json!(1), json!({ "toolsListChanged": true })).await;
+    let refused = Modern::request(2, "subscriptions/listen")
+        .param("notifications", json!({ "toolsListChanged": true }))
+        .send(&client)
+        .await;
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(refused.headers().get("retry-after").is_some());
+    let body: Value = refused.json().await.expect("JSON error");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("modern.max_listen_streams"), "{message}");
+    drop(_open);
+    // The slot comes back when the stream closes.
+    let mut reopened = None;
+    for _ in 0..50 {
+        let resp = Modern::request(3, "subscriptions/listen")
+            .param("notifications", json!({ "toolsListChanged": true }))
+            .send(&client)
+            .await;
+        if resp.status() == StatusCode::OK {
+            reopened = Some(resp);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        reopened.is_some(),
+        "the slot was given back after the stream closed"
+    );
 }
