@@ -69,6 +69,13 @@ pub struct ServerSection {
     /// Prefix of every minted session id (visible ASCII, no `.`), so a load balancer can
     /// route on it. Empty by default.
     pub node_id: String,
+    /// Serve on a non-loopback address with no authentication. Off by default: a server
+    /// reachable from other machines would give anyone who reaches the port its tools.
+    pub allow_unauthenticated: bool,
+    /// On SIGTERM or Ctrl-C, how long requests in flight may take to finish (each aborted
+    /// request gets a JSON-RPC error first); then every remaining connection is closed.
+    #[serde(with = "humantime_serde")]
+    pub shutdown_timeout: Duration,
 }
 
 impl Default for ServerSection {
@@ -84,6 +91,8 @@ impl Default for ServerSection {
             description: Some("An MCP server built on one actor per session".into()),
             instructions: None,
             node_id: String::new(),
+            allow_unauthenticated: false,
+            shutdown_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -123,6 +132,17 @@ pub struct HttpSection {
     /// Messages buffered towards one SSE connection; a client that falls this far behind is
     /// disconnected and resumes from the replay log with `Last-Event-ID`.
     pub sse_connection_buffer: usize,
+    /// Open client connections at most; one more gets 503 and is closed.
+    pub max_connections: usize,
+    /// How long a client may take to send a request's headers, from its first byte.
+    #[serde(with = "humantime_serde")]
+    pub header_timeout: Duration,
+    /// How long a client may take to send a request's body once its headers arrived.
+    #[serde(with = "humantime_serde")]
+    pub body_timeout: Duration,
+    /// How long a keep-alive connection may stay open with no request on it.
+    #[serde(with = "humantime_serde")]
+    pub idle_timeout: Duration,
 }
 
 impl Default for HttpSection {
@@ -135,6 +155,10 @@ impl Default for HttpSection {
             sse_keep_alive: Duration::from_secs(15),
             sse_retry: Duration::from_secs(1),
             sse_connection_buffer: 256,
+            max_connections: 10_000,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -267,6 +291,8 @@ pub struct ModernSection {
     /// Events buffered per listen stream; a stream that falls further behind is ended (the
     /// client listens again and refetches).
     pub listen_buffer: usize,
+    /// 2026-07-28 requests running at once, server-wide; more get 429 with `Retry-After`.
+    pub max_in_flight: usize,
 }
 
 impl Default for ModernSection {
@@ -278,6 +304,7 @@ impl Default for ModernSection {
             cache_scope: CacheScope::Private,
             max_listen_streams: 1024,
             listen_buffer: 256,
+            max_in_flight: 1024,
         }
     }
 }
@@ -403,6 +430,8 @@ impl Config {
             ("pagination.page_size", self.pagination.page_size),
             ("modern.max_listen_streams", self.modern.max_listen_streams),
             ("modern.listen_buffer", self.modern.listen_buffer),
+            ("modern.max_in_flight", self.modern.max_in_flight),
+            ("http.max_connections", self.http.max_connections),
             ("tasks.max_tasks", self.tasks.max_tasks),
             (
                 "command_tools.max_processes",
@@ -429,6 +458,10 @@ impl Config {
         }
         let durations = [
             ("http.sse_keep_alive", self.http.sse_keep_alive),
+            ("http.header_timeout", self.http.header_timeout),
+            ("http.body_timeout", self.http.body_timeout),
+            ("http.idle_timeout", self.http.idle_timeout),
+            ("server.shutdown_timeout", self.server.shutdown_timeout),
             ("sessions.idle_ttl", self.sessions.idle_ttl),
             ("client_requests.timeout", self.client_requests.timeout),
             (

@@ -258,6 +258,11 @@ fn decode_message(wire: WireMessage) -> Result<Message, RpcError> {
         }
     };
     if let Some(method) = wire.method {
+        if wire.result.is_some() || wire.error.is_some() {
+            return Err(RpcError::invalid_request(
+                "a message with \"method\" is a request or notification and must not carry \"result\" or \"error\"",
+            ));
+        }
         return Ok(match id {
             Some(id) => Message::Request(Request { id, method, params }),
             None => Message::Notification(Notification { method, params }),
@@ -390,6 +395,11 @@ mod tests {
             codes::INVALID_REQUEST
         );
         assert_eq!(decode_body(b"[]").unwrap_err().code, codes::INVALID_REQUEST);
+        let hybrid = br#"{"jsonrpc":"2.0","id":1,"method":"ping","result":{}}"#;
+        assert_eq!(
+            decode_body(hybrid).unwrap_err().code,
+            codes::INVALID_REQUEST
+        );
     }
 
     #[test]

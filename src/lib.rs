@@ -59,6 +59,7 @@ pub mod dispatch;
 pub mod features;
 mod http;
 pub mod jsonrpc;
+mod log_limit;
 pub mod protocol;
 pub mod providers;
 pub mod reload;

@@ -1,7 +1,7 @@
 //! The `mcp-actor` binary: serve a TOML configuration, or check one.
 
 use std::io::Write;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -27,6 +27,10 @@ struct Cli {
     /// Address to listen on, overriding `server.listen` from the configuration.
     #[arg(long, short)]
     listen: Option<SocketAddr>,
+    /// Serve a non-loopback address without authentication, overriding
+    /// `server.allow_unauthenticated` (for a trusted network or an authenticating proxy).
+    #[arg(long)]
+    allow_unauthenticated: bool,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -66,6 +70,7 @@ async fn serve(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<()> {
     if let Some(listen) = cli.listen {
         config.server.listen = listen;
     }
+    config.server.allow_unauthenticated |= cli.allow_unauthenticated;
     let runtime = ProviderRuntime::new(&config)?;
     let provided = loaded.build(&runtime)?;
     let (watch, debounce) = (config.reload.watch, config.reload.debounce);
@@ -80,20 +85,71 @@ async fn serve(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<()> {
         .map(|path| Reloader::new(server.clone(), path, runtime, loaded.config, resources));
     reload::spawn(reloader, watch, debounce);
     let listen = server.config().server.listen;
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .with_context(|| format!("cannot listen on {listen}"))?;
+    server.check_listen_address(listen)?;
+    let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| {
+        format!(
+            "cannot listen on {listen}; choose another address with --listen, for example \
+             `mcp-actor --listen 127.0.0.1:9000` (through cargo: `cargo run --release -- --listen 127.0.0.1:9000`)"
+        )
+    })?;
+    raise_descriptor_limit(server.config().http.max_connections);
     let addr = listener.local_addr()?;
-    let url = format!("http://{addr}{}", server.config().server.path);
+    let url = format!("http://{}{}", reachable(addr), server.config().server.path);
+    let everywhere = if addr.ip().is_unspecified() {
+        format!(
+            "\n  (listening on every interface, port {}; remote clients need their Host name in http.allowed_hosts)",
+            addr.port()
+        )
+    } else {
+        String::new()
+    };
     // A closed stdout (a supervisor that stopped reading) must not stop the server.
     let _ = writeln!(
         std::io::stdout(),
-        "mcp-actor listening on {url}\n  MCP Inspector: npx @modelcontextprotocol/inspector --cli {url} \
-         --transport http --method tools/list\n  Claude Code:   claude mcp add --transport http mcp-actor {url}"
+        "mcp-actor listening on {url}{everywhere}\n  MCP Inspector: npx -y @modelcontextprotocol/inspector@2.12.0 --cli {url} \
+         --transport http --method tools/list   (Node 22.19 or newer)\n  Claude Code:   claude mcp add --transport http mcp-actor {url}"
     );
     let _ = std::io::stdout().flush();
     server.serve(listener).await?;
     Ok(())
+}
+
+/// An address a client on this machine can use: the server's own Host check refuses
+/// `0.0.0.0` and `[::]`, so those are shown as their loopback counterparts.
+fn reachable(addr: SocketAddr) -> SocketAddr {
+    match addr.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => {
+            SocketAddr::from((Ipv4Addr::LOCALHOST, addr.port()))
+        }
+        IpAddr::V6(ip) if ip.is_unspecified() => {
+            SocketAddr::from((Ipv6Addr::LOCALHOST, addr.port()))
+        }
+        _ => addr,
+    }
+}
+
+/// Raises the soft limit on open files to the hard one, as most servers do: the usual soft
+/// limit of 1024 is far below `http.max_connections`. Warns when even the hard limit is too
+/// low for the configured connections.
+fn raise_descriptor_limit(max_connections: usize) {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return;
+    };
+    let limit = if soft < hard && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
+        hard
+    } else {
+        soft
+    };
+    // Descriptors beside the connections: listener, files, command tools, upstream sockets.
+    let needed = max_connections as u64 + 256;
+    if limit < needed {
+        tracing::warn!(
+            open_files_limit = limit,
+            max_connections,
+            "the open-file limit is below http.max_connections + 256; raise it (ulimit -n) or lower http.max_connections"
+        );
+    }
 }
 
 /// Everything startup would do short of listening: parse, validate, build every provider.

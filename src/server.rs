@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
 use arc_swap::ArcSwap;
-use axum::serve::ListenerExt;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -26,6 +25,7 @@ use crate::features::prompts::Prompt;
 use crate::features::resources::{Resource, ResourceTemplate};
 use crate::features::tools::{Tool, ToolError};
 use crate::features::{FeatureSet, Features, ListChanges};
+use crate::http::connections::ConnectionLimits;
 use crate::protocol::CallToolResult;
 use crate::session::actor::ServerEvent;
 use crate::session::registry::SessionRegistry;
@@ -54,6 +54,8 @@ pub(crate) struct Shared {
     pub listen_streams: AtomicUsize,
     /// Tasks of the `io.modelcontextprotocol/tasks` extension, server-wide.
     pub tasks: TaskStore,
+    /// Permits for 2026-07-28 requests in flight (`modern.max_in_flight`).
+    pub modern_permits: Arc<tokio::sync::Semaphore>,
 }
 
 impl Shared {
@@ -104,19 +106,22 @@ impl Server {
         self.serve_with_shutdown(listener, shutdown_signal()).await
     }
 
-    /// Serves on `listener` until `shutdown` completes, then ends every session.
+    /// Serves on `listener` until `shutdown` completes, then ends every session and drains
+    /// the connections within `server.shutdown_timeout`. Fails at once on a listener that
+    /// [`check_listen_address`](Self::check_listen_address) refuses.
     pub async fn serve_with_shutdown(
         self,
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> io::Result<()> {
-        // Replies are often written in a few small pieces (SSE events); without
-        // TCP_NODELAY each would wait for the client's delayed ACK.
-        let listener = listener.tap_io(|tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::warn!(error = %e, "could not set TCP_NODELAY");
-            }
-        });
+        self.check_listen_address(listener.local_addr()?)?;
+        let config = &self.shared.config;
+        let limits = ConnectionLimits {
+            max_connections: config.http.max_connections,
+            header_timeout: config.http.header_timeout,
+            idle_timeout: config.http.idle_timeout,
+            shutdown_timeout: config.server.shutdown_timeout,
+        };
         let shared = Arc::clone(&self.shared);
         let signal = async move {
             shutdown.await;
@@ -127,9 +132,24 @@ impl Server {
             shared.shutdown.cancel();
             shared.registry.shutdown_all();
         };
-        axum::serve(listener, self.router())
-            .with_graceful_shutdown(signal)
-            .await
+        crate::http::connections::serve(listener, self.router(), limits, signal).await
+    }
+
+    /// Refuses an address other machines can reach unless `server.allow_unauthenticated`
+    /// is set: without authentication, anyone who reaches the port could run the tools.
+    pub fn check_listen_address(&self, addr: std::net::SocketAddr) -> io::Result<()> {
+        if addr.ip().is_loopback() || self.shared.config.server.allow_unauthenticated {
+            return Ok(());
+        }
+        Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "refusing to serve on {addr} without authentication: other machines could reach \
+                 it and run its tools. Listen on 127.0.0.1, or set \
+                 server.allow_unauthenticated = true when a trusted proxy in front \
+                 authenticates clients"
+            ),
+        ))
     }
 
     /// Live sessions.
@@ -250,6 +270,7 @@ impl ServerBuilder {
         )
         .map_err(|e| BuildError(vec![format!("modern.request_state_key: {e}")]))?;
         let (events, _) = broadcast::channel(modern.listen_buffer);
+        let modern_permits = Arc::new(tokio::sync::Semaphore::new(modern.max_in_flight));
         let initialize_result = initialize_result(&self.config);
         let registry = SessionRegistry::new(self.config.sessions.max_sessions);
         let tasks = TaskStore::new(self.config.tasks.clone());
@@ -263,6 +284,7 @@ impl ServerBuilder {
             shutdown: CancellationToken::new(),
             listen_streams: AtomicUsize::new(0),
             tasks,
+            modern_permits,
         };
         Ok(Server {
             shared: Arc::new(shared),

@@ -6,9 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::rpc_codes::{
-    INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, SERVER_ERROR, SESSION_NOT_FOUND,
-};
+use common::rpc_codes::{INVALID_REQUEST, PARSE_ERROR, SERVER_ERROR, SESSION_NOT_FOUND};
 use common::{
     ACCEPT_BOTH, BUILTIN_TOOLS_TOML, LATEST, RawReply, Reply, Session, SseReader, TestServer,
     raw_request, raw_upload, read_reply,
@@ -23,6 +21,8 @@ const DEFAULT_MAX_BODY: usize = 4 * MIB;
 const UNKNOWN_SESSION: &str = "0123456789abcdef0123456789abcdef";
 const EVIL_ORIGIN: &str = "http://evil.example.com";
 const EVIL_HOST: &str = "evil.example.com";
+/// `UnsupportedProtocolVersionError` of the 2026-07-28 schema.
+const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
 fn ping(id: i64) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "method": "ping" })
@@ -360,9 +360,10 @@ async fn unsupported_handshake_protocol_version_header_gets_400() {
 }
 
 /// A version that is no handshake revision goes to the 2026-07-28 ladder even with a live
-/// session id, and a body without the per-request `_meta` envelope is invalid params there
-/// (`shared/spec/stateless-2026-07-28.md` §1.2 and "Unknown MCP-Protocol-Version values go to
-/// the modern ladder").
+/// session id (`shared/spec/stateless-2026-07-28.md` "Unknown MCP-Protocol-Version values go
+/// to the modern ladder"). A body without the per-request envelope was not written for
+/// 2026-07-28 either, so the answer is -32022: the version is unsupported, and the message
+/// lists the revisions of both eras.
 #[tokio::test]
 async fn unknown_protocol_version_header_gets_400_even_in_a_live_session() {
     let server = TestServer::start();
@@ -376,9 +377,17 @@ async fn unknown_protocol_version_header_gets_400_even_in_a_live_session() {
         );
         assert_eq!(
             reply.error_code(),
-            Some(INVALID_PARAMS),
+            Some(UNSUPPORTED_PROTOCOL_VERSION),
             "{version}: {reply:?}"
         );
+        let message = reply.body.as_ref().expect("body")["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        assert!(message.contains(version), "{message}");
+        for listed in ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"] {
+            assert!(message.contains(listed), "{listed} missing from {message}");
+        }
     }
     assert_alive(&session, 2).await;
 }
@@ -803,6 +812,30 @@ async fn request_beyond_max_in_flight_gets_429_with_retry_after() {
     assert_eq!(text, "again");
 }
 
+#[tokio::test]
+async fn a_session_at_max_in_flight_still_answers_ping_and_takes_cancellations() {
+    let config = format!("[sessions]\nmax_in_flight = 1\n{BUILTIN_TOOLS_TOML}");
+    let server = TestServer::with_config(&config);
+    let session = open_session(&server, LATEST).await;
+    let busy = session
+        .post_value(&call(1, "sleep", json!({ "ms": 60000 })))
+        .await;
+    assert_eq!(busy.status(), StatusCode::OK);
+    assert_alive(&session, 2).await;
+    let cancelled = session
+        .notify(
+            "notifications/cancelled",
+            Some(json!({ "requestId": 1, "reason": "test" })),
+        )
+        .await;
+    assert_eq!(cancelled, StatusCode::ACCEPTED);
+    // The cancelled call freed its slot.
+    let text = session
+        .call_tool_text(json!(3), "echo", json!({ "text": "free" }))
+        .await;
+    assert_eq!(text, "free");
+}
+
 // ----- batches (2025-03-26 only) -----
 
 #[tokio::test]
@@ -852,4 +885,75 @@ async fn batch_of_notifications_only_in_a_2025_03_26_session_gets_202() {
     assert_eq!(resp.status(), StatusCode::ACCEPTED);
     assert!(resp.bytes().await.expect("body").is_empty());
     assert_alive(&session, 1).await;
+}
+
+// ----- hostile input -----
+
+#[tokio::test]
+async fn origin_with_userinfo_gets_403() {
+    let server = TestServer::start();
+    for origin in [
+        "http://127.0.0.1:1@evil.com",
+        "http://localhost@evil.com",
+        "http://localhost:80/path",
+    ] {
+        let reply = send(
+            server
+                .bounded_client(LIMIT)
+                .http
+                .post(&server.url)
+                .header("content-type", "application/json")
+                .header("accept", ACCEPT_BOTH)
+                .header("origin", origin)
+                .body(ping(1).to_string()),
+        )
+        .await;
+        assert_refused(&reply, StatusCode::FORBIDDEN, SERVER_ERROR);
+    }
+}
+
+#[tokio::test]
+async fn a_message_with_both_method_and_result_gets_400_invalid_request() {
+    let server = TestServer::start();
+    let session = open_session(&server, LATEST).await;
+    let hybrid = json!({ "jsonrpc": "2.0", "id": 5, "method": "ping", "result": {} });
+    let reply = send(session_post(&session).body(hybrid.to_string())).await;
+    assert_refused(&reply, StatusCode::BAD_REQUEST, INVALID_REQUEST);
+    assert_alive(&session, 6).await;
+}
+
+#[tokio::test]
+async fn health_probe_checks_host_and_tells_remote_clients_nothing_more_than_ok() {
+    let server = TestServer::start();
+    let refused = raw_request(
+        &server.addr,
+        "GET /healthz HTTP/1.1",
+        &[&format!("Host: {EVIL_HOST}")],
+        b"",
+        LIMIT,
+    )
+    .await;
+    assert_raw_refused(&refused, 403, SERVER_ERROR);
+    let refused = raw_request(
+        &server.addr,
+        "GET /healthz HTTP/1.1",
+        &["Host: 127.0.0.1", &format!("Origin: {EVIL_ORIGIN}")],
+        b"",
+        LIMIT,
+    )
+    .await;
+    assert_raw_refused(&refused, 403, SERVER_ERROR);
+    // A loopback peer (this test) also gets the counts.
+    let local = raw_request(
+        &server.addr,
+        "GET /healthz HTTP/1.1",
+        &["Host: 127.0.0.1"],
+        b"",
+        LIMIT,
+    )
+    .await;
+    assert_eq!(local.status, 200);
+    let body = local.json().expect("JSON");
+    assert_eq!(body["status"], "ok");
+    assert!(body["sessions"].is_u64(), "{body}");
 }

@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::jsonrpc::{RpcError, codes};
+use crate::log_limit::LogLimiter;
 use crate::session::SessionError;
 use crate::session::streams::ReplayError;
 
@@ -92,10 +93,18 @@ impl From<SessionError> for HttpError {
 
 impl IntoResponse for HttpError {
     fn into_response(self) -> Response {
-        if self.status.is_server_error() || self.status == StatusCode::TOO_MANY_REQUESTS {
-            tracing::warn!(status = self.status.as_u16(), error = %self.error.message, "request refused");
-        } else {
-            tracing::debug!(status = self.status.as_u16(), error = %self.error.message, "request refused");
+        // A limit that is hit (429, 503) matters to the operator, but a client can hit it
+        // at will: warn through a rate limiter. Other refusals are the client's mistake.
+        static LIMIT_LOG: LogLimiter = LogLimiter::new();
+        let limit_hit =
+            self.status.is_server_error() || self.status == StatusCode::TOO_MANY_REQUESTS;
+        match limit_hit.then(|| LIMIT_LOG.admit()).flatten() {
+            Some(suppressed) => {
+                tracing::warn!(status = self.status.as_u16(), error = %self.error.message, suppressed, "request refused")
+            }
+            None => {
+                tracing::debug!(status = self.status.as_u16(), error = %self.error.message, "request refused")
+            }
         }
         // No id: the 2025-11-25 schema makes it optional for errors about unreadable requests,
         // and a null id would not validate against it.

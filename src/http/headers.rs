@@ -49,16 +49,34 @@ pub(crate) fn check_host_and_origin(
     Ok(())
 }
 
-/// The host part of `host[:port]`, keeping IPv6 brackets.
-fn hostname(authority: &str) -> &str {
-    if authority.starts_with('[') {
-        return authority.split_inclusive(']').next().unwrap_or(authority);
+/// The host part of `host[:port]`, keeping IPv6 brackets; `None` when it is not a plain
+/// `host[:port]`. Userinfo (`127.0.0.1:1@evil.com`), a path or a non-numeric port would let
+/// a foreign name pass as a loopback one.
+fn hostname(authority: &str) -> Option<&str> {
+    if authority.is_empty() || authority.contains(['@', '/', '\\', '?', '#', ' ']) {
+        return None;
     }
-    authority.split(':').next().unwrap_or(authority)
+    let (name, port) = if authority.starts_with('[') {
+        let end = authority.find(']')? + 1;
+        let port = authority[end..].strip_prefix(':');
+        if port.is_none() && end != authority.len() {
+            return None;
+        }
+        (&authority[..end], port)
+    } else {
+        match authority.split_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (authority, None),
+        }
+    };
+    let port_ok = port.is_none_or(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    (port_ok && !name.is_empty()).then_some(name)
 }
 
 fn host_allowed(host: &str, config: &HttpSection) -> bool {
-    let name = hostname(host);
+    let Some(name) = hostname(host) else {
+        return false;
+    };
     LOOPBACK_HOSTS.iter().any(|h| h.eq_ignore_ascii_case(name))
         || config
             .allowed_hosts
@@ -77,10 +95,11 @@ fn origin_allowed(origin: &str, config: &HttpSection) -> bool {
     let Some((scheme, rest)) = origin.split_once("://") else {
         return false;
     };
+    let Some(name) = hostname(rest) else {
+        return false;
+    };
     matches!(scheme, "http" | "https")
-        && LOOPBACK_HOSTS
-            .iter()
-            .any(|h| h.eq_ignore_ascii_case(hostname(rest)))
+        && LOOPBACK_HOSTS.iter().any(|h| h.eq_ignore_ascii_case(name))
 }
 
 const COMMON_ACCEPT: &str = "application/json, text/event-stream";
@@ -225,6 +244,12 @@ mod tests {
         assert!(origin_allowed("http://localhost:6274", &c));
         assert!(!origin_allowed("http://evil.example.com", &c));
         assert!(!origin_allowed("null", &c));
+        assert!(!origin_allowed("http://127.0.0.1:1@evil.com", &c));
+        assert!(!origin_allowed("http://localhost@evil.com", &c));
+        assert!(!origin_allowed("http://localhost:80/x", &c));
+        assert!(!origin_allowed("http://[::1]x", &c));
+        assert!(!host_allowed("127.0.0.1:1@evil.com", &c));
+        assert!(!host_allowed("localhost:x", &c));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! Handlers are thin: they check headers, find the session handle, send the actor one
 //! message and turn its answer into a response. Statuses are decided in [`error`].
 
+pub(crate) mod connections;
 pub(crate) mod error;
 pub(crate) mod headers;
 pub(crate) mod post;
@@ -12,7 +13,9 @@ pub(crate) mod reply;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::State;
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get};
@@ -37,8 +40,22 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
     router.with_state(shared)
 }
 
-/// The health probe: liveness plus the figures an operator watches.
-async fn health(State(shared): State<Arc<Shared>>) -> Response {
+/// The health probe: `{"status":"ok"}`, behind the same Host and Origin checks as the
+/// endpoint. A client on this machine (an operator, a local supervisor) also gets the session
+/// and listen-stream counts; a remote one does not learn how busy the server is.
+async fn health(State(shared): State<Arc<Shared>>, request: axum::extract::Request) -> Response {
+    if let Err(e) =
+        headers::check_host_and_origin(request.headers(), request.uri(), &shared.config.http)
+    {
+        return e.into_response();
+    }
+    let local = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .is_some_and(|ConnectInfo(peer)| peer.ip().is_loopback());
+    if !local {
+        return axum::Json(serde_json::json!({ "status": "ok" })).into_response();
+    }
     let listen = shared
         .listen_streams
         .load(std::sync::atomic::Ordering::Relaxed);

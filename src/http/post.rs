@@ -44,7 +44,21 @@ async fn handle_post(
         headers::check_post_accept(headers)?;
     }
     headers::check_content_type(headers)?;
-    let bytes = read_body(headers, body, config.max_body_bytes).await?;
+    let bytes = tokio::time::timeout(
+        config.body_timeout,
+        read_body(headers, body, config.max_body_bytes),
+    )
+    .await
+    .map_err(|_| {
+        HttpError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            codes::SERVER_ERROR,
+            format!(
+                "Request Timeout: the body did not arrive within {:?} (http.body_timeout)",
+                config.body_timeout
+            ),
+        )
+    })??;
     let decoded = match jsonrpc::decode_body(&bytes) {
         Ok(decoded) => decoded,
         Err(e) if stateless::is_modern_header(headers) => {
@@ -121,7 +135,7 @@ async fn read_body(
     use http_body_util::BodyExt;
 
     let too_large = || {
-        tracing::warn!(limit, "request body over http.max_body_bytes refused");
+        tracing::debug!(limit, "request body over http.max_body_bytes refused");
         HttpError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             codes::SERVER_ERROR,

@@ -24,7 +24,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 
 use crate::config::ResponseMode;
 use crate::context::{ClientLink, ClientRequestError, RequestContext};
@@ -32,6 +32,7 @@ use crate::dispatch::dispatch;
 use crate::jsonrpc::{
     self, Message, Notification, Request, RequestId, Response, RpcError, params_object,
 };
+use crate::log_limit::warn_limited;
 use crate::protocol::{ClientInfo, LogLevel, ProtocolVersion};
 use crate::server::Shared;
 use crate::session::SessionError;
@@ -146,6 +147,18 @@ pub(crate) struct SessionActor {
     subscriptions: HashSet<String>,
     last_activity: Instant,
     idle_deadline: Instant,
+}
+
+/// Methods the actor answers at once, without spawning a handler.
+fn answered_by_actor(method: &str) -> bool {
+    matches!(
+        method,
+        "initialize"
+            | "ping"
+            | "logging/setLevel"
+            | "resources/subscribe"
+            | "resources/unsubscribe"
+    )
 }
 
 impl SessionActor {
@@ -288,8 +301,14 @@ impl SessionActor {
             return Ok(PostOutcome::Accepted);
         }
         let limit = self.shared.config.sessions.max_in_flight;
-        if self.in_flight.len() + requests.len() > limit {
-            warn!(session = %self.id, limit, "request refused: too many requests in flight");
+        // Requests the actor answers itself take no slot: a busy session still answers
+        // `ping`, and cancellations (notifications) already went through above.
+        let spawned = requests
+            .iter()
+            .filter(|r| !answered_by_actor(&r.method))
+            .count();
+        if spawned > 0 && self.in_flight.len() + spawned > limit {
+            debug!(session = %self.id, limit, "request refused: too many requests in flight");
             return Err(SessionError::TooManyInFlight { limit });
         }
         let stream_id = self.next_stream;
@@ -329,6 +348,7 @@ impl SessionActor {
             ));
             return self.answer(stream, &id, Err(error));
         }
+        // Keep in step with `answered_by_actor`.
         let immediate = match method.as_str() {
             "initialize" => Some(Err(RpcError::invalid_request(
                 "this session is already initialized; send initialize without Mcp-Session-Id to start a new one",
@@ -379,7 +399,7 @@ impl SessionActor {
                 .catch_unwind()
                 .await
                 .unwrap_or_else(|_| {
-                    warn!(%session, %method, request_id = %task_id, "handler panicked");
+                    warn_limited!(%session, %method, request_id = %task_id, "handler panicked");
                     Err(RpcError::internal(format!(
                         "the handler of {method} failed unexpectedly"
                     )))
@@ -470,7 +490,7 @@ impl SessionActor {
 
     fn on_client_response(&mut self, response: Response) {
         let Some(entry) = self.pending.remove(&response.id) else {
-            warn!(session = %self.id, request_id = %response.id, "response to an unknown or finished server request ignored");
+            warn_limited!(session = %self.id, request_id = %response.id, "response to an unknown or finished server request ignored");
             return;
         };
         let answer = response.outcome.map_err(ClientRequestError::Rejected);
@@ -525,7 +545,7 @@ impl SessionActor {
         let now = Instant::now();
         for (id, entry) in self.pending.take_expired(now) {
             let waited = self.shared.config.client_requests.timeout;
-            warn!(session = %self.id, request_id = %id, "server→client request timed out");
+            warn_limited!(session = %self.id, request_id = %id, "server→client request timed out");
             let _ = entry
                 .respond_to
                 .send(Err(ClientRequestError::TimedOut(waited)));
@@ -554,9 +574,21 @@ impl SessionActor {
     }
 
     fn end(mut self, reason: &'static str) {
-        for (_, flight) in self.in_flight.drain() {
+        let shutting_down = self.shared.shutdown.is_cancelled();
+        for (id, flight) in std::mem::take(&mut self.in_flight) {
             flight.cancel.cancel();
             flight.abort.abort();
+            // A deleted session's requests end unanswered: the client asked for that. On
+            // shutdown the client did not, so each request gets an error it can act on
+            // before its stream closes.
+            if shutting_down {
+                let error = RpcError::new(
+                    jsonrpc::codes::SERVER_ERROR,
+                    "the server is shutting down; this request was aborted, retry it on a new session",
+                );
+                let response = jsonrpc::encode_response(Some(&id), &Err(error));
+                self.deliver_response(flight.stream, response);
+            }
         }
         for entry in self.pending.drain() {
             let _ = entry

@@ -14,6 +14,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::context::{ClientLink, ClientRequestError};
 use crate::jsonrpc::{Message, RequestId};
+use crate::log_limit::warn_limited;
 use crate::protocol::{LogLevel, ProtocolVersion};
 use crate::session::SessionError;
 use crate::session::actor::{
@@ -96,7 +97,7 @@ impl SessionHandle {
                     Ok(Ok(())) => {}
                     Ok(Err(_)) => return Err(SessionError::NotFound),
                     Err(_) => {
-                        tracing::warn!(session = %self.id, "session mailbox full; request refused");
+                        warn_limited!(session = %self.id, "session mailbox full; request refused");
                         return Err(SessionError::Busy);
                     }
                 }

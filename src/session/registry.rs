@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dashmap::DashMap;
 
+use crate::log_limit::warn_limited;
 use crate::session::actor::{ServerEvent, SessionMsg};
 use crate::session::handle::SessionHandle;
 
@@ -81,7 +82,7 @@ impl SessionRegistry {
                 .value()
                 .try_tell(SessionMsg::Broadcast(Arc::clone(event)))
             {
-                tracing::warn!(session = %entry.key(), ?event, "session mailbox full; server event dropped");
+                warn_limited!(session = %entry.key(), ?event, "session mailbox full; server event dropped");
             }
         }
     }

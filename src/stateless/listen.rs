@@ -23,6 +23,7 @@ use crate::http::error::HttpError;
 use crate::http::headers;
 use crate::http::reply::{TokioTimer, sse_headers};
 use crate::jsonrpc::{self, Request, RequestId, RpcError, codes};
+use crate::log_limit::warn_limited;
 use crate::server::Shared;
 use crate::session::actor::ServerEvent;
 
@@ -156,7 +157,7 @@ pub(crate) async fn open(
         })
         .is_err()
     {
-        tracing::warn!(
+        tracing::debug!(
             limit,
             "subscriptions/listen refused: too many listen streams"
         );
@@ -218,7 +219,7 @@ impl Listening {
                         }
                     }
                     Err(broadcast::error::RecvError::Lagged(missed)) => {
-                        tracing::warn!(subscription = %self.id, missed, "listen stream fell behind; ended so the client listens again");
+                        warn_limited!(subscription = %self.id, missed, "listen stream fell behind; ended so the client listens again");
                         return None;
                     }
                     Err(broadcast::error::RecvError::Closed) => return None,

@@ -26,17 +26,18 @@ use axum::body::Body as HttpBody;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use futures_util::{FutureExt, StreamExt};
+use futures_util::FutureExt;
 use serde_json::{Map, Value, json};
 use sse_stream::{KeepAlive, Sse, SseBody};
 use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::context::RequestContext;
 use crate::dispatch::dispatch;
+use crate::http::error::HttpError;
 use crate::http::reply::TokioTimer;
 use crate::jsonrpc::{self, Message, Request, RequestId, RpcError, codes};
+use crate::log_limit::warn_limited;
 use crate::protocol::{MODERN_VERSION, is_handshake_version};
 use crate::server::Shared;
 use link::{Frame, MAX_INPUT_REQUESTS, StatelessLink, TaskStart};
@@ -80,6 +81,8 @@ pub(crate) fn is_modern_post(
     body: &jsonrpc::Body,
 ) -> bool {
     if let Some(version) = header_version(headers) {
+        // Unknown revisions too, even with a session id (§1.4): that ladder answers 400
+        // -32022 and lists the revisions of both eras.
         return !is_handshake_version(version);
     }
     match body {
@@ -180,6 +183,16 @@ pub(crate) async fn serve_post(
             );
         }
     };
+    // A request that names an unknown revision and carries no envelope was not written for
+    // 2026-07-28 at all: say which revisions exist rather than which fields are missing.
+    let has_envelope = request
+        .params
+        .as_ref()
+        .is_some_and(|p| p.get("_meta").is_some_and(Value::is_object));
+    if let Some(version) = header_version(headers).filter(|v| *v != MODERN_VERSION && !has_envelope)
+    {
+        return error_reply(Some(&request.id), unsupported_version(version));
+    }
     let envelope = match envelope::validate(
         headers,
         &request.method,
@@ -221,7 +234,11 @@ pub(crate) async fn serve_post(
 fn unsupported_version(version: &str) -> RpcError {
     RpcError::new(
         codes::UNSUPPORTED_PROTOCOL_VERSION,
-        format!("protocol version {version:?} is not supported"),
+        format!(
+            "protocol version {version:?} is not supported: send {MODERN_VERSION} per request, \
+             or {} after an initialize handshake",
+            crate::protocol::ProtocolVersion::supported_list()
+        ),
     )
     .with_data(json!({ "supported": [MODERN_VERSION], "requested": version }))
 }
@@ -293,7 +310,7 @@ fn gathered_answers(
     let mut answers = match params.and_then(|p| p.get("requestState")) {
         None | Some(Value::Null) => BTreeMap::new(),
         Some(Value::String(token)) => shared.request_state.open(token, &binding(request)).map_err(|reason| {
-            tracing::warn!(method = %request.method, request_id = %request.id, %reason, "requestState refused");
+            tracing::debug!(method = %request.method, request_id = %request.id, %reason, "requestState refused");
             RpcError::invalid_params("invalid or expired requestState").with_data(json!({ "reason": "invalid_request_state" }))
         })?,
         Some(_) => return Err(RpcError::invalid_params("requestState must be a string")),
@@ -326,6 +343,17 @@ pub(crate) fn missing_capability(capability: &str) -> RpcError {
 /// handler sends a notification first. A `tools/call` may become a task instead
 /// ([`tasks::plan_call`]).
 async fn run(shared: &Arc<Shared>, request: Request, envelope: envelope::Envelope) -> Response {
+    // Held by the handler task, so a request counts until its handler ends or is aborted.
+    let Ok(permit) = Arc::clone(&shared.modern_permits).try_acquire_owned() else {
+        let limit = shared.config.modern.max_in_flight;
+        return HttpError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            codes::SERVER_ERROR,
+            format!("the server already runs {limit} 2026-07-28 requests (modern.max_in_flight); retry shortly"),
+        )
+        .retry_after(1)
+        .into_response();
+    };
     let answers = match gathered_answers(shared, &request) {
         Ok(a) => a,
         Err(e) => return error_reply(Some(&request.id), e),
@@ -379,10 +407,12 @@ async fn run(shared: &Arc<Shared>, request: Request, envelope: envelope::Envelop
         Arc::clone(&link) as Arc<dyn crate::context::ClientLink>,
     );
     let task_shared = Arc::clone(shared);
+    let request_id = request.id.clone();
     let task = tokio::spawn(async move {
+        let _permit = permit;
         let work = dispatch(&features, ctx, &request.method, request.params.clone());
         let outcome = AssertUnwindSafe(work).catch_unwind().await.unwrap_or_else(|_| {
-            tracing::warn!(method = %request.method, request_id = %request.id, "handler panicked");
+            warn_limited!(method = %request.method, request_id = %request.id, "handler panicked");
             Err(RpcError::internal(format!("the handler of {} failed unexpectedly", request.method)))
         });
         let mut inputs = Map::new();
@@ -437,13 +467,29 @@ async fn run(shared: &Arc<Shared>, request: Request, envelope: envelope::Envelop
         task: task.abort_handle(),
         _cancel: cancel.drop_guard(),
     };
-    match out_rx.recv().await {
+    let first = tokio::select! {
+        first = out_rx.recv() => first,
+        () = shared.shutdown.cancelled() => Some(shutdown_frame(&request_id)),
+    };
+    match first {
         Some(Frame::Final { status, body }) => json_reply(status, body),
-        Some(first @ Frame::Notification(_)) => sse_reply(shared, first, out_rx, guard),
+        Some(first @ Frame::Notification(_)) => sse_reply(shared, request_id, first, out_rx, guard),
         None => error_reply(
             None,
             RpcError::internal("the handler ended without a result"),
         ),
+    }
+}
+
+/// The answer to a request whose handler the server shutdown aborts.
+fn shutdown_frame(id: &RequestId) -> Frame {
+    let error = RpcError::new(
+        codes::SERVER_ERROR,
+        "the server is shutting down; this request was aborted, retry it",
+    );
+    Frame::Final {
+        status: StatusCode::OK,
+        body: jsonrpc::encode_response(Some(id), &Err(error)),
     }
 }
 
@@ -458,9 +504,11 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// SSE without event ids: 2026-07-28 streams are not resumable.
+/// SSE without event ids: 2026-07-28 streams are not resumable. The stream ends with the
+/// final response, even if a clone of the context lingers, or with an error on shutdown.
 fn sse_reply(
     shared: &Shared,
+    id: RequestId,
     first: Frame,
     rx: mpsc::Receiver<Frame>,
     guard: AbortOnDrop,
@@ -477,20 +525,37 @@ fn sse_reply(
             event: None,
         }
     };
-    // The stream ends with the final response, even if a clone of the context lingers.
-    let events = futures_util::stream::iter([first])
-        .chain(ReceiverStream::new(rx))
-        .scan(false, |done, frame| {
-            let item = (!*done).then(|| {
-                *done = matches!(frame, Frame::Final { .. });
-                frame
-            });
-            futures_util::future::ready(item)
-        })
-        .map(move |frame| {
-            let _cancels_on_disconnect = &guard;
-            Ok::<_, Infallible>(to_sse(frame))
-        });
+    struct Feed {
+        first: Option<Frame>,
+        rx: mpsc::Receiver<Frame>,
+        done: bool,
+        shutdown: CancellationToken,
+        id: RequestId,
+        // Dropped with the stream: a client that goes away cancels the handler.
+        _guard: AbortOnDrop,
+    }
+    let feed = Feed {
+        first: Some(first),
+        rx,
+        done: false,
+        shutdown: shared.shutdown.clone(),
+        id,
+        _guard: guard,
+    };
+    let events = futures_util::stream::unfold(feed, move |mut feed| async move {
+        if feed.done {
+            return None;
+        }
+        let frame = match feed.first.take() {
+            Some(frame) => frame,
+            None => tokio::select! {
+                frame = feed.rx.recv() => frame?,
+                () = feed.shutdown.cancelled() => shutdown_frame(&feed.id),
+            },
+        };
+        feed.done = matches!(frame, Frame::Final { .. });
+        Some((Ok::<_, Infallible>(to_sse(frame)), feed))
+    });
     let keep_alive = KeepAlive::new().interval(shared.config.http.sse_keep_alive);
     crate::http::reply::sse_headers(HttpBody::new(SseBody::<_, TokioTimer>::new_keep_alive(
         events, keep_alive,

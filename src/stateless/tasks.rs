@@ -39,6 +39,7 @@ use crate::dispatch::dispatch;
 use crate::features::Features;
 use crate::features::tools::TaskSupport;
 use crate::jsonrpc::{Request, RequestId, RpcError, codes, params_object};
+use crate::log_limit::warn_limited;
 use crate::protocol::ClientInfo;
 use crate::server::Shared;
 
@@ -303,7 +304,7 @@ fn start_run(shared: &Arc<Shared>, id: &str, task: &mut Task) {
             .catch_unwind()
             .await
             .unwrap_or_else(|_| {
-                tracing::warn!(task_id = %id, "task handler panicked");
+                warn_limited!(task_id = %id, "task handler panicked");
                 Err(RpcError::internal(
                     "the tool of this task failed unexpectedly",
                 ))

@@ -56,7 +56,7 @@ impl TestServer {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        Self::run(cmd, None)
+        Self::run(cmd, None, None)
     }
 
     /// The binary's process id, to signal it (SIGHUP reloads).
@@ -74,18 +74,23 @@ impl TestServer {
             cmd.arg("--config").arg(&path);
             tempfile_path::TempPath(path)
         });
-        Self::run(cmd, config_file)
+        Self::run(cmd, config_file, None)
     }
 
-    fn run(mut cmd: Command, config_file: Option<tempfile_path::TempPath>) -> TestServer {
+    fn run(
+        mut cmd: Command,
+        config_file: Option<tempfile_path::TempPath>,
+        log_file: Option<std::fs::File>,
+    ) -> TestServer {
         // MCP_TEST_SERVER_LOGS=1 shows the server's logs, for debugging a test.
         let logs = std::env::var_os("MCP_TEST_SERVER_LOGS").is_some();
+        let stderr = match log_file {
+            Some(file) => Stdio::from(file),
+            None if logs => Stdio::inherit(),
+            None => Stdio::null(),
+        };
         cmd.stdout(Stdio::piped())
-            .stderr(if logs {
-                Stdio::inherit()
-            } else {
-                Stdio::null()
-            })
+            .stderr(stderr)
             .env("RUST_LOG", if logs { "info" } else { "warn" });
         let mut child = cmd.spawn().expect("start mcp-actor");
         let stdout = child.stdout.take().expect("stdout");
@@ -114,6 +119,30 @@ impl TestServer {
 
     pub fn client(&self) -> Client {
         Client::new(&self.url)
+    }
+
+    /// The binary on `toml`, its log (at `RUST_LOG=warn`) written to `log`.
+    pub fn with_config_logging_to(toml: &str, log: &std::path::Path) -> TestServer {
+        let path = std::env::temp_dir().join(format!("mcp-actor-test-{}.toml", uuid_like()));
+        std::fs::write(&path, toml).expect("write test config");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-actor"));
+        cmd.args(["--listen", "127.0.0.1:0", "--config"]).arg(&path);
+        let file = std::fs::File::create(log).expect("create log file");
+        Self::run(cmd, Some(tempfile_path::TempPath(path)), Some(file))
+    }
+
+    /// Sends SIGTERM and waits up to `limit` for the process to exit; `None` if it did not.
+    pub fn terminate(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+        let deadline = std::time::Instant::now() + limit;
+        while std::time::Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().expect("wait for the server") {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
     }
 }
 

@@ -8,12 +8,13 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
-use tracing::{debug, warn};
+use tracing::debug;
 
 use super::{ServerEvent, SessionActor};
 use crate::config::ResponseMode;
 use crate::context::ClientRequestError;
 use crate::jsonrpc::{self, RequestId, RpcError};
+use crate::log_limit::warn_limited;
 use crate::protocol::LogLevel;
 use crate::session::SessionError;
 use crate::session::pending::{Answer, PendingClientRequest};
@@ -56,7 +57,7 @@ impl SessionActor {
     ) {
         let config = &self.shared.config.client_requests;
         if self.pending.len() >= config.max_pending {
-            warn!(session = %self.id, limit = config.max_pending, "server→client request refused: too many pending");
+            warn_limited!(session = %self.id, limit = config.max_pending, "server→client request refused: too many pending");
             let _ = respond_to.send(Err(ClientRequestError::TooManyPending(config.max_pending)));
             return;
         }
@@ -164,7 +165,7 @@ impl SessionActor {
             .entry(stream_id)
             .or_insert_with(|| Stream::new(0, true));
         if !stream.push(stream_id, data, is_response, max_events) {
-            warn!(session = %self.id, stream = stream_id, "SSE connection gone or too slow; detached (events stay in the replay log)");
+            warn_limited!(session = %self.id, stream = stream_id, "SSE connection gone or too slow; detached (events stay in the replay log)");
         }
     }
 

@@ -1,0 +1,406 @@
+//! Accepting and serving TCP connections: the connection cap, the timeouts a slow or silent
+//! client runs into, and the drain on shutdown.
+//!
+//! hyper is driven directly because `axum::serve` has none of these bounds. Each accepted
+//! connection takes a permit from a semaphore of `http.max_connections`; one more is answered
+//! 503 and closed (the refusals themselves are capped, so a flood cannot hold descriptors
+//! through them). A watchdog per connection closes it when
+//! - bytes of a request arrived but its headers did not complete within `http.header_timeout`
+//!   (slowloris), or
+//! - no request has been in flight for `http.idle_timeout` (an idle keep-alive connection).
+//!
+//! A request in flight is never timed out here: a body that stalls is the POST handler's
+//! `http.body_timeout`, and SSE streams are meant to live long.
+//!
+//! On shutdown the listener closes at once; connections with no request in flight are closed
+//! at once too, busy ones finish their current response (keep-alive off, HTTP/2 GOAWAY), and
+//! whatever is still open after `server.shutdown_timeout` is dropped.
+
+use std::convert::Infallible;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use hyper::body::{Frame, Incoming, SizeHint};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tower_service::Service;
+
+use crate::http::error::HttpError;
+use crate::jsonrpc::codes;
+use crate::log_limit::LogLimiter;
+
+/// The bounds of [`serve`], from `[http]` and `[server]`.
+#[derive(Debug, Clone)]
+pub(crate) struct ConnectionLimits {
+    pub max_connections: usize,
+    pub header_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub shutdown_timeout: Duration,
+}
+
+/// Connections being refused at once (over `max_connections`); beyond it a connection is
+/// dropped without an answer.
+const MAX_REFUSING: usize = 64;
+
+/// Serves `router` on `listener` until `shutdown` completes, then drains (module docs).
+pub(crate) async fn serve(
+    listener: TcpListener,
+    router: Router,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    let limits = Arc::new(limits);
+    let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let refusals = Arc::new(Semaphore::new(MAX_REFUSING));
+    let closing = CancellationToken::new();
+    let mut connections = JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            () = &mut shutdown => break,
+            // Reap finished connection tasks so the set stays the size of the open ones.
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            accepted = listener.accept() => {
+                let (tcp, peer) = match accepted {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        accept_failed(&e).await;
+                        continue;
+                    }
+                };
+                // Replies are often written in a few small pieces (SSE events); without
+                // TCP_NODELAY each would wait for the client's delayed ACK.
+                let _ = tcp.set_nodelay(true);
+                match Arc::clone(&permits).try_acquire_owned() {
+                    Ok(permit) => {
+                        let connection = Connection {
+                            router: router.clone(),
+                            limits: Arc::clone(&limits),
+                            closing: closing.clone(),
+                            peer,
+                            _permit: permit,
+                        };
+                        connections.spawn(connection.serve(tcp));
+                    }
+                    Err(_) => refuse(tcp, &limits, &refusals, &mut connections),
+                }
+            }
+        }
+    }
+    drop(listener);
+    closing.cancel();
+    let open = connections.len();
+    let drained = tokio::time::timeout(limits.shutdown_timeout, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            open = connections.len(),
+            of = open,
+            timeout = ?limits.shutdown_timeout,
+            "connections still busy after server.shutdown_timeout; closing them"
+        );
+        connections.shutdown().await;
+    }
+    Ok(())
+}
+
+/// An accept error: per-connection ones (reset before accept) are noise; running out of
+/// descriptors is logged (rate-limited) and waited out briefly instead of spinning.
+async fn accept_failed(e: &io::Error) {
+    static LOG: LogLimiter = LogLimiter::new();
+    if matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset
+    ) {
+        return;
+    }
+    if let Some(suppressed) = LOG.admit() {
+        tracing::warn!(error = %e, suppressed, "accept failed; is the process out of file descriptors?");
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+}
+
+/// Over `max_connections`: answer 503 + `Retry-After` and close, within `header_timeout`.
+fn refuse(
+    tcp: TcpStream,
+    limits: &ConnectionLimits,
+    refusals: &Arc<Semaphore>,
+    connections: &mut JoinSet<()>,
+) {
+    static LOG: LogLimiter = LogLimiter::new();
+    if let Some(suppressed) = LOG.admit() {
+        tracing::warn!(
+            limit = limits.max_connections,
+            suppressed,
+            "connection refused: http.max_connections reached"
+        );
+    }
+    let Ok(permit) = Arc::clone(refusals).try_acquire_owned() else {
+        return;
+    };
+    let deadline = limits.header_timeout;
+    connections.spawn(async move {
+        let _permit = permit;
+        let service = hyper::service::service_fn(|_request| async {
+            let error = HttpError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                codes::SERVER_ERROR,
+                "the server is at its connection limit (http.max_connections); retry shortly",
+            )
+            .retry_after(1);
+            Ok::<_, Infallible>(error.into_response())
+        });
+        let mut builder = auto::Builder::new(TokioExecutor::new());
+        builder.http1().keep_alive(false);
+        let conn = builder.serve_connection(TokioIo::new(tcp), service);
+        let _ = tokio::time::timeout(deadline, conn).await;
+    });
+}
+
+/// One accepted connection and what it needs to serve it.
+struct Connection {
+    router: Router,
+    limits: Arc<ConnectionLimits>,
+    closing: CancellationToken,
+    peer: SocketAddr,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Connection {
+    async fn serve(self, tcp: TcpStream) {
+        let activity = Arc::new(Activity::new());
+        let io = TokioIo::new(WatchedIo {
+            inner: tcp,
+            activity: Arc::clone(&activity),
+        });
+        let (router, peer, requests) = (self.router, self.peer, Arc::clone(&activity));
+        let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+            let guard = requests.begin_request();
+            let mut request = request.map(Body::new);
+            request.extensions_mut().insert(ConnectInfo(peer));
+            let mut router = router.clone();
+            async move {
+                let response = router.call(request).await?;
+                Ok::<_, Infallible>(response.map(|body| {
+                    Body::new(TrackedBody {
+                        inner: body,
+                        _guard: guard,
+                    })
+                }))
+            }
+        });
+        let builder = auto::Builder::new(TokioExecutor::new());
+        let conn = builder.serve_connection(io, service);
+        tokio::pin!(conn);
+        let mut draining = false;
+        let mut deadline = Instant::now() + self.limits.idle_timeout;
+        loop {
+            tokio::select! {
+                result = conn.as_mut() => {
+                    if let Err(e) = result {
+                        tracing::debug!(%peer, error = %e, "connection ended with an error");
+                    }
+                    return;
+                }
+                () = self.closing.cancelled(), if !draining => {
+                    draining = true;
+                    if activity.in_flight() == 0 {
+                        return;
+                    }
+                    conn.as_mut().graceful_shutdown();
+                }
+                () = activity.first_byte.notified() => {
+                    deadline = deadline.min(Instant::now() + self.limits.header_timeout);
+                }
+                () = tokio::time::sleep_until(deadline) => {
+                    match activity.check(&self.limits) {
+                        Ok(next) => deadline = next,
+                        Err(reason) => {
+                            tracing::debug!(%peer, reason, "connection closed");
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+const NO_BYTES: u64 = u64::MAX;
+
+/// What the watchdog of one connection knows about it. Written by the I/O wrapper and the
+/// request guards, read when a deadline passes.
+struct Activity {
+    born: Instant,
+    in_flight: AtomicUsize,
+    /// When the connection last had no request in flight, in ms since `born`.
+    idle_since_ms: AtomicU64,
+    /// When the first byte of a request not yet begun arrived, in ms since `born`.
+    first_byte_ms: AtomicU64,
+    first_byte: Notify,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Activity {
+            born: Instant::now(),
+            in_flight: AtomicUsize::new(0),
+            idle_since_ms: AtomicU64::new(0),
+            first_byte_ms: AtomicU64::new(NO_BYTES),
+            first_byte: Notify::new(),
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.born.elapsed().as_millis() as u64
+    }
+
+    fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::Acquire)
+    }
+
+    fn begin_request(self: &Arc<Self>) -> RequestGuard {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        self.first_byte_ms.store(NO_BYTES, Ordering::Release);
+        RequestGuard(Arc::clone(self))
+    }
+
+    fn bytes_arrived(&self) {
+        if self.in_flight() == 0 && self.first_byte_ms.load(Ordering::Acquire) == NO_BYTES {
+            self.first_byte_ms.store(self.now_ms(), Ordering::Release);
+            self.first_byte.notify_one();
+        }
+    }
+
+    /// The next time to look again, or why the connection must close now.
+    fn check(&self, limits: &ConnectionLimits) -> Result<Instant, &'static str> {
+        let now = Instant::now();
+        if self.in_flight() > 0 {
+            return Ok(now + limits.idle_timeout);
+        }
+        let at = |ms: u64, after: Duration| self.born + Duration::from_millis(ms) + after;
+        let first = self.first_byte_ms.load(Ordering::Acquire);
+        let (due, reason) = if first == NO_BYTES {
+            let idle = self.idle_since_ms.load(Ordering::Acquire);
+            (
+                at(idle, limits.idle_timeout),
+                "no request for http.idle_timeout",
+            )
+        } else {
+            (
+                at(first, limits.header_timeout),
+                "request headers incomplete after http.header_timeout",
+            )
+        };
+        if now >= due { Err(reason) } else { Ok(due) }
+    }
+}
+
+/// Held from the moment a request's headers are parsed until its response body is done.
+struct RequestGuard(Arc<Activity>);
+
+impl Drop for RequestGuard {
+    fn drop(&mut self) {
+        let activity = &self.0;
+        if activity.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+            activity
+                .idle_since_ms
+                .store(activity.now_ms(), Ordering::Release);
+        }
+    }
+}
+
+/// A response body that keeps its request counted as in flight until it is dropped.
+struct TrackedBody {
+    inner: Body,
+    _guard: RequestGuard,
+}
+
+impl hyper::body::Body for TrackedBody {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// The TCP stream, noting when bytes arrive while no request is in flight.
+struct WatchedIo {
+    inner: TcpStream,
+    activity: Arc<Activity>,
+}
+
+impl AsyncRead for WatchedIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.activity.bytes_arrived();
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for WatchedIo {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}

@@ -1,0 +1,418 @@
+//! Connections as a hostile or careless client uses them: silent, half-sent and idle
+//! connections, more of them than the cap, shutdown while requests are in flight, a
+//! listener other machines can reach, and refusals sent fast enough to flood a log.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::rpc_codes::SERVER_ERROR;
+use common::{BUILTIN_TOOLS_TOML, LATEST, TestServer, raw_request};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+fn config(extra: &str) -> String {
+    format!("{extra}\n{BUILTIN_TOOLS_TOML}")
+}
+
+/// Waits up to `limit` for the server to close `tcp`: true on EOF or reset.
+async fn closed_by_server(tcp: &mut TcpStream, limit: Duration) -> bool {
+    let mut buf = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        match tokio::time::timeout_at(deadline, tcp.read(&mut buf)).await {
+            Err(_) => return false,
+            Ok(Ok(0) | Err(_)) => return true,
+            // A reply (for example 408) before the close: keep reading.
+            Ok(Ok(_)) => {}
+        }
+    }
+}
+
+async fn connect(server: &TestServer) -> TcpStream {
+    TcpStream::connect(&server.addr).await.expect("connect")
+}
+
+#[tokio::test]
+async fn half_sent_headers_are_cut_off_after_header_timeout() {
+    let server = TestServer::with_config(&config("[http]\nheader_timeout = \"1s\"\n"));
+    let mut silent = Vec::new();
+    for _ in 0..20 {
+        let mut tcp = connect(&server).await;
+        tcp.write_all(b"P").await.expect("one byte");
+        silent.push(tcp);
+    }
+    let mut slow = connect(&server).await;
+    slow.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .await
+        .expect("half a head");
+    let started = Instant::now();
+    assert!(closed_by_server(&mut slow, Duration::from_secs(5)).await);
+    for tcp in &mut silent {
+        assert!(closed_by_server(tcp, Duration::from_secs(5)).await);
+    }
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(800),
+        "closed too early: {waited:?}"
+    );
+    // The server still serves.
+    let session = server.client().initialize(LATEST, json!({})).await;
+    assert!(!session.id.is_empty());
+}
+
+#[tokio::test]
+async fn a_body_that_stalls_gets_408_within_body_timeout() {
+    let server = TestServer::with_config(&config("[http]\nbody_timeout = \"1s\"\n"));
+    let mut tcp = connect(&server).await;
+    let head = format!(
+        "POST {} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{{\"jso\r\n",
+        server.path()
+    );
+    tcp.write_all(head.as_bytes())
+        .await
+        .expect("head and one chunk");
+    let mut reply = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), async {
+        let mut buf = [0u8; 4096];
+        loop {
+            match tcp.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => reply.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    assert!(read.is_ok(), "the stalled upload was held open");
+    let text = String::from_utf8_lossy(&reply);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(text.contains("http.body_timeout"), "{text}");
+}
+
+#[tokio::test]
+async fn an_idle_keep_alive_connection_is_closed_after_idle_timeout() {
+    let server = TestServer::with_config(&config("[http]\nidle_timeout = \"1s\"\n"));
+    let mut tcp = connect(&server).await;
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": LATEST, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } })
+    .to_string();
+    let request = format!(
+        "POST {} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+        server.path(),
+        body.len()
+    );
+    tcp.write_all(request.as_bytes()).await.expect("request");
+    let mut buf = [0u8; 4096];
+    let n = tokio::time::timeout(LIMIT, tcp.read(&mut buf))
+        .await
+        .expect("a reply")
+        .expect("read");
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+    let started = Instant::now();
+    assert!(closed_by_server(&mut tcp, Duration::from_secs(5)).await);
+    assert!(started.elapsed() >= Duration::from_millis(800));
+}
+
+#[tokio::test]
+async fn connections_over_max_connections_get_503_with_retry_after() {
+    let server = TestServer::with_config(&config("[http]\nmax_connections = 3\n"));
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(connect(&server).await);
+    }
+    // Give the server a moment to accept all three before the fourth arrives.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let request_line = format!("POST {} HTTP/1.1", server.path());
+    let reply = raw_request(
+        &server.addr,
+        &request_line,
+        &["Host: 127.0.0.1", "Content-Type: application/json"],
+        b"{}",
+        LIMIT,
+    )
+    .await;
+    assert_eq!(reply.status, 503, "{reply:?}");
+    assert_eq!(reply.header("retry-after"), Some("1"), "{reply:?}");
+    assert_eq!(reply.error_code(), Some(SERVER_ERROR), "{reply:?}");
+    let message = reply.json().unwrap_or_default()["error"]["message"].clone();
+    assert!(
+        message
+            .as_str()
+            .unwrap_or("")
+            .contains("http.max_connections"),
+        "{message}"
+    );
+    // A slot frees as soon as a connection closes.
+    drop(held.pop());
+    let mut served = false;
+    for _ in 0..50 {
+        let session = server.client().post_raw(&json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": LATEST, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } }), &[]).await;
+        if session.status() == 200 {
+            served = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(served, "no slot came back after a connection closed");
+}
+
+#[tokio::test]
+async fn sigterm_exits_promptly_while_a_client_holds_half_a_request() {
+    let mut server = TestServer::with_config(&config(""));
+    let mut tcp = connect(&server).await;
+    tcp.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .await
+        .expect("half a head");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = Instant::now();
+    let status = server.terminate(Duration::from_secs(5));
+    assert!(
+        status.is_some(),
+        "still running 5 s after SIGTERM with an idle half-sent request open"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// Reads a POST reply (JSON or SSE) and returns the response carrying `id`.
+async fn response_with_id(resp: reqwest::Response, id: &Value) -> Option<Value> {
+    let reply = common::read_reply(resp).await;
+    reply.response(id).cloned()
+}
+
+#[tokio::test]
+async fn sigterm_answers_a_session_call_in_flight_with_an_error_then_exits() {
+    let mut server = TestServer::with_config(&config(""));
+    let session = server.client().initialize(LATEST, json!({})).await;
+    session.notify("notifications/initialized", None).await;
+    let call = json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": { "name": "sleep", "arguments": { "ms": 30000 } } });
+    let pending = tokio::spawn(async move {
+        let resp = session.post_value(&call).await;
+        response_with_id(resp, &json!(7)).await
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = Instant::now();
+    let status = server.terminate(Duration::from_secs(10));
+    assert!(status.is_some(), "still running 10 s after SIGTERM");
+    let response = tokio::time::timeout(LIMIT, pending)
+        .await
+        .expect("the call's reply ended")
+        .expect("task")
+        .expect("a response for the aborted call");
+    assert_eq!(response["error"]["code"], SERVER_ERROR, "{response}");
+    assert!(
+        response["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("shutting down"),
+        "{response}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+fn modern_call(id: u64, name: &str, arguments: Value) -> (Value, Vec<(&'static str, String)>) {
+    let body = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": name, "arguments": arguments,
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        } } });
+    let headers = vec![
+        ("MCP-Protocol-Version", "2026-07-28".to_string()),
+        ("Mcp-Method", "tools/call".to_string()),
+        ("Mcp-Name", name.to_string()),
+    ];
+    (body, headers)
+}
+
+async fn post_modern(url: &str, id: u64, name: &str, arguments: Value) -> reqwest::Response {
+    let (body, headers) = modern_call(id, name, arguments);
+    let mut request = reqwest::Client::builder()
+        .timeout(LIMIT)
+        .build()
+        .expect("client")
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body.to_string());
+    for (name, value) in headers {
+        request = request.header(name, value);
+    }
+    request.send().await.expect("POST")
+}
+
+#[tokio::test]
+async fn sigterm_answers_a_stateless_call_in_flight_with_an_error_then_exits() {
+    let mut server = TestServer::with_config(&config(""));
+    let url = server.url.clone();
+    let pending = tokio::spawn(async move {
+        let resp = post_modern(&url, 9, "sleep", json!({ "ms": 30000 })).await;
+        response_with_id(resp, &json!(9)).await
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = Instant::now();
+    let status = server.terminate(Duration::from_secs(10));
+    assert!(status.is_some(), "still running 10 s after SIGTERM");
+    let response = tokio::time::timeout(LIMIT, pending)
+        .await
+        .expect("the call's reply ended")
+        .expect("task")
+        .expect("a response for the aborted call");
+    assert_eq!(response["error"]["code"], SERVER_ERROR, "{response}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn stateless_requests_beyond_modern_max_in_flight_get_429() {
+    let server = TestServer::with_config(&config("[modern]\nmax_in_flight = 2\n"));
+    let mut running = Vec::new();
+    for id in 0..2 {
+        let url = server.url.clone();
+        running.push(tokio::spawn(async move {
+            post_modern(&url, id, "sleep", json!({ "ms": 1500 }))
+                .await
+                .status()
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let refused = post_modern(&server.url, 5, "echo", json!({ "text": "x" })).await;
+    assert_eq!(refused.status(), 429);
+    assert_eq!(
+        refused
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok()),
+        Some("1")
+    );
+    let body: Value = refused.json().await.expect("JSON error");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("modern.max_in_flight"),
+        "{body}"
+    );
+    for task in running {
+        assert_eq!(task.await.expect("task"), 200);
+    }
+    // The permits came back.
+    let served = post_modern(&server.url, 6, "echo", json!({ "text": "x" })).await;
+    assert_eq!(served.status(), 200);
+}
+
+/// Runs the binary with `args` and returns (exit status, stdout, stderr) if it exits within
+/// `limit`, killing it otherwise.
+fn run_binary(args: &[&str], limit: Duration) -> Option<(std::process::ExitStatus, String)> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-actor"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mcp-actor");
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if let Some(status) = child.try_wait().expect("wait") {
+            let mut stderr = String::new();
+            if let Some(mut pipe) = child.stderr.take() {
+                use std::io::Read;
+                let _ = pipe.read_to_string(&mut stderr);
+            }
+            return Some((status, stderr));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+#[test]
+fn a_non_loopback_listener_without_authentication_refuses_to_start() {
+    let (status, stderr) = run_binary(&["--listen", "0.0.0.0:0"], Duration::from_secs(10))
+        .expect("the server started on 0.0.0.0 without authentication");
+    assert!(!status.success());
+    assert!(stderr.contains("server.allow_unauthenticated"), "{stderr}");
+}
+
+#[test]
+fn allow_unauthenticated_serves_every_interface_and_prints_a_reachable_url() {
+    let path = std::env::temp_dir().join(format!("mcp-actor-open-{}.toml", common::unique()));
+    std::fs::write(&path, "[server]\nallow_unauthenticated = true\n").expect("config");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-actor"))
+        .args(["--listen", "0.0.0.0:0", "--config"])
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start mcp-actor");
+    let mut line = String::new();
+    {
+        use std::io::BufRead;
+        let stdout = child.stdout.take().expect("stdout");
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("banner");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_file(&path);
+    assert!(
+        line.starts_with("mcp-actor listening on http://127.0.0.1:"),
+        "{line}"
+    );
+}
+
+#[tokio::test]
+async fn refused_requests_cannot_flood_the_log() {
+    let log = std::env::temp_dir().join(format!("mcp-actor-flood-{}.log", common::unique()));
+    let server = TestServer::with_config_logging_to(&config("[modern]\nmax_in_flight = 1\n"), &log);
+    // One request holds the only permit; every other one is refused with 429.
+    let url = server.url.clone();
+    let holder =
+        tokio::spawn(async move { post_modern(&url, 1, "sleep", json!({ "ms": 3000 })).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut refused = 0;
+    for id in 0..300 {
+        if post_modern(&server.url, 100 + id, "echo", json!({ "text": "x" }))
+            .await
+            .status()
+            == 429
+        {
+            refused += 1;
+        }
+    }
+    // A batch of responses to requests the server never sent.
+    let session = server.client().initialize(LATEST, json!({})).await;
+    let batch: Vec<Value> = (0..2000)
+        .map(|i| json!({ "jsonrpc": "2.0", "id": format!("nope-{i}"), "result": {} }))
+        .collect();
+    for message in batch.chunks(1).take(2000) {
+        session.post_value(&message[0]).await;
+    }
+    let _ = holder.await;
+    drop(server);
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    assert_eq!(refused, 300);
+    let warnings = text.lines().filter(|l| l.contains("WARN")).count();
+    assert!(
+        warnings <= 20,
+        "{warnings} WARN lines for 2,300 refused or unknown messages:\n{}",
+        text.lines().take(30).collect::<Vec<_>>().join("\n")
+    );
+    assert!(
+        text.contains("suppressed"),
+        "no suppressed count in:\n{text}"
+    );
+}
