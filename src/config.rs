@@ -16,9 +16,9 @@ pub mod providers;
 
 use locate::locate_key;
 pub use providers::{
-    BodyMode, CommandToolsSection, FileResourcesSection, HttpToolsSection, IconConfig,
-    PromptArgumentConfig, PromptConfig, PromptMessageConfig, ReloadSection, ResourceConfig,
-    ResourceKind, ToolAnnotations, ToolConfig, ToolKind,
+    BodyMode, CommandToolsSection, FileResourcesSection, FollowRedirects, HttpToolsSection,
+    IconConfig, PromptArgumentConfig, PromptConfig, PromptMessageConfig, ReloadSection,
+    ResourceConfig, ResourceKind, ToolAnnotations, ToolConfig, ToolKind,
 };
 
 /// The embedded configuration served when `mcp-actor` runs without `--config`.

@@ -153,6 +153,7 @@ fn raise_descriptor_limit(max_connections: usize) {
 }
 
 /// Everything startup would do short of listening: parse, validate, build every provider.
+/// Warnings go to stderr and do not change the exit status.
 fn check(file: &std::path::Path) -> anyhow::Result<()> {
     let built = LoadedConfig::read(Some(file)).and_then(|loaded| {
         let runtime = ProviderRuntime::new(&loaded.config)?;
@@ -160,6 +161,9 @@ fn check(file: &std::path::Path) -> anyhow::Result<()> {
     });
     match built {
         Ok((loaded, provided)) => {
+            for warning in loaded.warnings(&provided) {
+                eprintln!("warning: {warning}");
+            }
             Server::builder()
                 .config(loaded.config)
                 .features(provided.features)

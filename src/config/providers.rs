@@ -150,6 +150,21 @@ pub enum BodyMode {
     None,
 }
 
+/// Which redirects an HTTP tool follows (at most 10 in a row).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FollowRedirects {
+    /// Only to the tool's own origin (scheme, host and port); a redirect elsewhere fails
+    /// the call.
+    #[default]
+    SameOrigin,
+    /// None: a 3xx response is the call's (error) result.
+    None,
+    /// Any http(s) URL. The configured headers are not sent once a redirect has left the
+    /// tool's origin.
+    Any,
+}
+
 /// One `[[tools]]` entry: a builtin, a command or an HTTP call.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -194,6 +209,8 @@ pub struct ToolConfig {
     pub headers: BTreeMap<String, String>,
     pub body: Option<BodyMode>,
     pub max_response_bytes: Option<usize>,
+    /// Which redirects the tool follows; `same-origin` when unset.
+    pub follow_redirects: Option<FollowRedirects>,
 }
 
 /// What a `[[tools]]` entry is.
@@ -243,6 +260,7 @@ impl ToolConfig {
             ("headers", !self.headers.is_empty()),
             ("body", self.body.is_some()),
             ("max_response_bytes", self.max_response_bytes.is_some()),
+            ("follow_redirects", self.follow_redirects.is_some()),
         ];
         let shared_keys = [
             ("timeout", self.timeout.is_some()),

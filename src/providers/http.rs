@@ -1,27 +1,45 @@
 //! HTTP tools: `[[tools]] url = "https://api.example.com/items/{id}{?q}"` calls an API.
 //!
-//! The URL is an RFC 6570 template expanded with `iri-string`, so argument values are
-//! percent-encoded by the operator that places them and cannot add path segments or query
-//! parameters of their own. `${ENV}` references in the URL and headers are resolved once at
-//! load, which keeps secrets out of the TOML file; for the same reason the URL is never
-//! repeated in a tool result or a log line, where it could carry such a secret to the model.
-//! The whole exchange, body included, is bounded by the tool's `timeout` and the body by
-//! `max_response_bytes`.
+//! The URL is an RFC 6570 template expanded with `iri-string`, each value percent-encoded as
+//! its operator says. What that guarantees for every call, checked in [`target`] on the URL
+//! that is actually sent (a call that breaks a rule is refused with an `isError` result and
+//! never reaches the network):
+//!
+//! - the scheme, host, port and user info are those the template names: no value, not even
+//!   of a reserved expression such as `{+path}`, can change them (a `{region}` in the host
+//!   varies it only within the encoded label the template gives it);
+//! - no path segment is `.` or `..`, in any spelling the client would resolve (`%2e%2e`,
+//!   `.%2E`), so a value cannot remove the segments before it: a simple `{var}` fills
+//!   exactly its own segment, and `{/var}` and `{+var}` add segments only after the
+//!   template's literal prefix;
+//! - the value of a simple expression (`{var}`, `{/var}`, `{?var}`, ...) cannot contain a
+//!   `/`, `?`, `&`, `#` or `%` that the server would read as such: they are percent-encoded.
+//!   The value of a reserved one (`{+var}`, `{#var}`) can, which is what it is for.
+//!
+//! `mcp-actor check` warns about a `{+var}` placed before the path's first `/`
+//! ([`warnings`]), where only the first rule keeps its value off the host.
+//!
+//! Redirects are followed only as the tool's `follow_redirects` allows, and configured
+//! headers never go to another origin ([`exchange`]). `${ENV}` references in the URL and
+//! headers are resolved once at load, which keeps secrets out of the TOML file; for the same
+//! reason the URL is never repeated in a tool result or a log line, where it could carry such
+//! a secret to the model. The whole exchange, redirects and body included, is bounded by the
+//! tool's `timeout` and the body by `max_response_bytes`.
+
+mod exchange;
+mod target;
 
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use iri_string::spec::UriSpec;
-use iri_string::template::UriTemplateStr;
-use iri_string::template::simple_context::{SimpleContext, Value as TemplateValue};
 use reqwest::Method;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
-use super::placeholders::{argument_text, expand_env};
+use super::placeholders::expand_env;
 use super::{ProviderError, ProviderRuntime, input_schema};
-use crate::config::{BodyMode, Config, ToolConfig};
+use crate::config::{BodyMode, Config, FollowRedirects, ToolConfig};
 use crate::context::RequestContext;
 use crate::features::tools::{Tool, ToolError};
 use crate::protocol::{CallToolResult, Content};
@@ -33,10 +51,10 @@ const ERROR_EXCERPT: usize = 1000;
 struct HttpSpec {
     name: String,
     method: Method,
-    url: String,
-    variables: Vec<String>,
+    url: target::UrlTemplate,
     headers: HeaderMap,
     body: BodyMode,
+    follow_redirects: FollowRedirects,
     timeout: Duration,
     max_bytes: usize,
 }
@@ -68,13 +86,13 @@ pub(crate) fn tool(
         errors.push((at("url"), msg));
         String::new()
     });
-    let (required, optional) = match template_variables(&url) {
-        Ok(vars) => vars,
-        Err(msg) => {
-            errors.push((at("url"), msg));
-            (Vec::new(), Vec::new())
-        }
-    };
+    let url = target::UrlTemplate::new(url)
+        .map_err(|msg| errors.push((at("url"), msg)))
+        .ok();
+    let (required, optional) = url
+        .as_ref()
+        .map(|url| (url.required().to_vec(), url.optional().to_vec()))
+        .unwrap_or_default();
     if !(raw_url.starts_with("http://") || raw_url.starts_with("https://")) {
         errors.push((at("url"), "must start with http:// or https://".into()));
     }
@@ -130,16 +148,16 @@ pub(crate) fn tool(
             None
         }
     };
-    let (Some(schema), true) = (schema, errors.is_empty()) else {
+    let (Some(schema), Some(url), true) = (schema, url, errors.is_empty()) else {
         return Err(errors);
     };
     let spec = Arc::new(HttpSpec {
         name: name.clone(),
         method,
         url,
-        variables: required.into_iter().chain(optional).collect(),
         headers,
         body,
+        follow_redirects: entry.follow_redirects.unwrap_or_default(),
         timeout: entry.timeout.unwrap_or(config.http_tools.timeout),
         max_bytes: entry
             .max_response_bytes
@@ -158,34 +176,14 @@ pub(crate) fn tool(
     .map_err(|e| vec![(at("input_schema"), e.to_string())])
 }
 
-/// The template's variables: (required, optional). Query-style expressions (`{?q}`,
-/// `{&q}`) are optional, since leaving them out still makes a sensible URL.
-fn template_variables(url: &str) -> Result<(Vec<String>, Vec<String>), String> {
-    let template =
-        UriTemplateStr::new(url).map_err(|e| format!("is not an RFC 6570 URL template: {e}"))?;
-    let mut optional = Vec::new();
-    let mut rest = url;
-    while let Some(open) = rest.find('{') {
-        let Some(close) = rest[open..].find('}') else {
-            break;
-        };
-        let expr = &rest[open + 1..open + close];
-        if expr.starts_with(['?', '&']) {
-            for var in expr[1..].split(',') {
-                let name = var.trim_end_matches('*').split(':').next().unwrap_or(var);
-                optional.push(name.to_string());
-            }
-        }
-        rest = &rest[open + close + 1..];
-    }
-    let mut required = Vec::new();
-    for var in template.variables() {
-        let var = var.as_str().to_string();
-        if !optional.contains(&var) && !required.contains(&var) {
-            required.push(var);
-        }
-    }
-    Ok((required, optional))
+/// Warnings about an entry that is valid but probably not what was meant: a `{+var}`
+/// where its value could reach the host (`mcp-actor check` prints them, startup logs them).
+pub(crate) fn warnings(entry: &ToolConfig, key: &str) -> Vec<ProviderError> {
+    let url = entry.url.as_deref().unwrap_or_default();
+    target::authority_warnings(url)
+        .into_iter()
+        .map(|msg| (format!("{key}.url"), msg))
+        .collect()
 }
 
 async fn call(
@@ -194,14 +192,23 @@ async fn call(
     _ctx: RequestContext,
     args: Value,
 ) -> Result<CallToolResult, ToolError> {
-    let url = expand_url(spec, &args)?;
-    let mut request = client
-        .request(spec.method.clone(), url)
-        .headers(spec.headers.clone());
-    if spec.body == BodyMode::Arguments {
-        request = request.json(&args);
-    }
-    match tokio::time::timeout(spec.timeout, exchange(request, spec.max_bytes)).await {
+    let url = match spec.url.expand(&args) {
+        Ok(url) => url,
+        Err(refusal) => {
+            tracing::warn!(tool = %spec.name, "HTTP tool call refused: {refusal}");
+            return Ok(CallToolResult::error(refusal.to_string()));
+        }
+    };
+    let request = exchange::Request {
+        client,
+        method: spec.method.clone(),
+        url,
+        headers: &spec.headers,
+        body: (spec.body == BodyMode::Arguments).then_some(&args),
+        follow: spec.follow_redirects,
+        max_bytes: spec.max_bytes,
+    };
+    match tokio::time::timeout(spec.timeout, exchange::send(request)).await {
         Err(_) => {
             tracing::warn!(tool = %spec.name, timeout = ?spec.timeout, "HTTP tool timed out");
             Ok(CallToolResult::error(format!(
@@ -209,92 +216,16 @@ async fn call(
                 spec.timeout
             )))
         }
-        Ok(Err(message)) => {
-            tracing::warn!(tool = %spec.name, "HTTP tool failed: {message}");
-            Ok(CallToolResult::error(message))
+        Ok(Err(failure)) => {
+            tracing::warn!(tool = %spec.name, "HTTP tool failed: {failure}");
+            Ok(CallToolResult::error(failure.to_string()))
         }
-        Ok(Ok((status, content_type, body))) => {
-            Ok(response_result(spec, status, &content_type, &body))
-        }
+        Ok(Ok(response)) => Ok(response_result(spec, &response)),
     }
 }
 
-fn expand_url(spec: &HttpSpec, args: &Value) -> Result<String, ToolError> {
-    let mut context = SimpleContext::new();
-    for name in &spec.variables {
-        let value = match args.get(name) {
-            None | Some(Value::Null) => continue,
-            Some(Value::Array(items)) => {
-                TemplateValue::List(items.iter().filter_map(argument_text).collect())
-            }
-            Some(Value::Object(map)) => TemplateValue::Assoc(
-                map.iter()
-                    .filter_map(|(k, v)| argument_text(v).map(|v| (k.clone(), v)))
-                    .collect(),
-            ),
-            Some(other) => TemplateValue::String(argument_text(other).unwrap_or_default()),
-        };
-        context.insert(name.as_str(), value);
-    }
-    let template = UriTemplateStr::new(&spec.url)
-        .map_err(|e| ToolError::msg(format!("invalid URL template: {e}")))?;
-    template
-        .expand::<UriSpec, _>(&context)
-        .map(|expanded| expanded.to_string())
-        .map_err(|e| ToolError::msg(format!("cannot build the URL from the arguments: {e}")))
-}
-
-/// Sends the request and reads at most `max_bytes` of the body.
-async fn exchange(
-    request: reqwest::RequestBuilder,
-    max_bytes: usize,
-) -> Result<(reqwest::StatusCode, String, Vec<u8>), String> {
-    let mut response = request
-        .send()
-        .await
-        .map_err(|e| format!("the HTTP request failed: {}", without_url(&e)))?;
-    let status = response.status();
-    let content_type = response
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    let mut body = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|e| format!("reading the HTTP response failed: {}", without_url(&e)))?
-    {
-        if body.len() + chunk.len() > max_bytes {
-            if status.is_success() {
-                return Err(format!(
-                    "the HTTP response is larger than {max_bytes} bytes (max_response_bytes)"
-                ));
-            }
-            body.extend_from_slice(&chunk[..max_bytes - body.len()]);
-            break;
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok((status, content_type, body))
-}
-
-/// reqwest's messages include the URL, which may hold a `${ENV}` secret.
-fn without_url(e: &reqwest::Error) -> String {
-    let mut e = e.to_string();
-    if let Some(at) = e.find(" for url (") {
-        e.truncate(at);
-    }
-    e
-}
-
-fn response_result(
-    spec: &HttpSpec,
-    status: reqwest::StatusCode,
-    content_type: &str,
-    body: &[u8],
-) -> CallToolResult {
+fn response_result(spec: &HttpSpec, response: &exchange::Response) -> CallToolResult {
+    let (status, content_type, body) = (response.status, &response.content_type, &response.body);
     let text = String::from_utf8_lossy(body).into_owned();
     if !status.is_success() {
         tracing::info!(tool = %spec.name, %status, "HTTP tool got a non-2xx status");
@@ -313,19 +244,5 @@ fn response_result(
             is_error: None,
         },
         _ => CallToolResult::text(text),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn query_variables_are_optional_and_the_rest_required() {
-        let (required, optional) =
-            template_variables("https://x.test/{+base}/items/{id}{?q,limit}{&page}").unwrap();
-        assert_eq!(required, ["base", "id"]);
-        assert_eq!(optional, ["q", "limit", "page"]);
-        assert!(template_variables("https://x.test/{id").is_err());
     }
 }

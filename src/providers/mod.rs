@@ -2,7 +2,8 @@
 //! friends from configuration; the feature layer serves them without knowing their origin.
 //!
 //! [`build`] turns a validated [`Config`] into a [`FeatureSet`] plus the files to watch for
-//! `resources/updated`. Everything that can fail — a missing file, an unset `${ENV}`, an
+//! `resources/updated`, and warnings about entries that are valid but likely not what was
+//! meant (printed by `mcp-actor check`, logged at startup and reload). Everything that can fail — a missing file, an unset `${ENV}`, an
 //! unknown placeholder, a schema or template that does not compile — fails here, before a
 //! server (or a reload) uses any of it, and every failure names its key so
 //! [`LoadedConfig`] can point at the file's line. The binary's startup, `mcp-actor check`
@@ -33,7 +34,8 @@ pub type ProviderError = (String, String);
 
 /// What providers share for the life of the server, across reloads: the process counts
 /// (a reload must not forget processes still running) and one HTTP client (its
-/// connection pool).
+/// connection pool). The client follows no redirects: each HTTP tool decides which to
+/// follow (`follow_redirects`), so the policy cannot live in the shared client.
 #[derive(Clone)]
 pub struct ProviderRuntime {
     limits: Arc<ProcessLimits>,
@@ -48,6 +50,7 @@ impl ProviderRuntime {
         );
         let http = reqwest::Client::builder()
             .user_agent(concat!("mcp-actor/", env!("CARGO_PKG_VERSION")))
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| ConfigError::Read {
                 path: "<http client>".into(),
@@ -63,6 +66,8 @@ pub struct Provided {
     pub features: FeatureSet,
     /// Files and directories whose changes become `notifications/resources/updated`.
     pub watch: Vec<WatchTarget>,
+    /// Entries that work but are likely not what was meant: the dotted key and why.
+    pub warnings: Vec<ProviderError>,
 }
 
 /// A parsed configuration with the text it came from, so errors found while building the
@@ -108,16 +113,32 @@ impl LoadedConfig {
         })
     }
 
-    /// Builds every provider, reporting all errors with their lines.
+    /// Builds every provider, reporting all errors with their lines. Warnings are logged
+    /// (see [`LoadedConfig::warnings`] for printing them).
     pub fn build(&self, runtime: &ProviderRuntime) -> Result<Provided, ConfigError> {
-        build(&self.config, &self.base_dir, runtime).map_err(|errors| {
+        let provided = build(&self.config, &self.base_dir, runtime).map_err(|errors| {
             ConfigError::Several(
                 errors
                     .into_iter()
                     .map(|(key, msg)| ConfigError::at_key(&self.text, &self.origin, &key, msg))
                     .collect(),
             )
-        })
+        })?;
+        for warning in self.warnings(&provided) {
+            tracing::warn!("{warning}");
+        }
+        Ok(provided)
+    }
+
+    /// The warnings of `provided`, each as `file:line:column: key: message`.
+    pub fn warnings(&self, provided: &Provided) -> Vec<String> {
+        provided
+            .warnings
+            .iter()
+            .map(|(key, msg)| {
+                ConfigError::at_key(&self.text, &self.origin, key, msg.as_str()).to_string()
+            })
+            .collect()
     }
 }
 
@@ -135,7 +156,10 @@ pub fn build(
         let tool = match entry.kind() {
             Ok(ToolKind::Builtin) => builtin::tool(entry, &key),
             Ok(ToolKind::Command) => command::tool(entry, &key, config, base_dir, runtime),
-            Ok(ToolKind::Http) => http::tool(entry, &key, config, runtime),
+            Ok(ToolKind::Http) => {
+                provided.warnings.extend(http::warnings(entry, &key));
+                http::tool(entry, &key, config, runtime)
+            }
             Err((field, msg)) => Err(vec![(format!("{key}.{field}"), msg)]),
         };
         match tool.and_then(|tool| metadata::apply(tool, entry, &key)) {
