@@ -470,6 +470,10 @@ impl Config {
             ),
             ("command_tools.timeout", self.command_tools.timeout),
             ("http_tools.timeout", self.http_tools.timeout),
+            (
+                "file_resources.read_timeout",
+                self.file_resources.read_timeout,
+            ),
             ("tasks.ttl", self.tasks.ttl),
             ("tasks.poll_interval", self.tasks.poll_interval),
         ];
@@ -555,6 +559,23 @@ mod tests {
         let text = err.to_string();
         assert!(text.starts_with("x.toml:2:"), "{text}");
         assert!(text.contains("sessions.idle_ttl"), "{text}");
+    }
+
+    #[test]
+    fn hidden_is_refused_outside_a_dir_and_read_timeout_must_be_positive() {
+        let file =
+            "[[resources]]\nuri = \"file:///a\"\nname = \"a\"\nfile = \"a\"\nhidden = true\n";
+        let text = Config::parse(file, "x.toml").unwrap_err().to_string();
+        assert!(
+            text.contains("resources[0].hidden: applies only to a `dir`"),
+            "{text}"
+        );
+        let zero = "[file_resources]\nread_timeout = \"0s\"\n";
+        let text = Config::parse(zero, "x.toml").unwrap_err().to_string();
+        assert!(
+            text.contains("file_resources.read_timeout: must be longer than 0s"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -53,7 +53,12 @@ fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let loaded = LoadedConfig::read(cli.config.as_deref())?;
-    runtime(loaded.config.server.worker_threads)?.block_on(serve(cli, loaded))
+    let runtime = runtime(loaded.config.server.worker_threads)?;
+    let served = runtime.block_on(serve(cli, loaded));
+    // A blocking read stuck in a hung filesystem must not hold the exit: the server has
+    // drained already, so whatever still runs is abandoned.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    served
 }
 
 /// The async runtime: `threads` workers, or one per core when 0 (`server.worker_threads`).

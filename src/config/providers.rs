@@ -79,6 +79,10 @@ pub struct FileResourcesSection {
     pub max_listed: usize,
     /// Watch files so subscribers get `notifications/resources/updated`.
     pub watch: bool,
+    /// How long one `resources/read` of a file may take (resolving the path, opening, reading)
+    /// before the caller gets an error, so a slow or stuck file system cannot hold a request.
+    #[serde(with = "humantime_serde")]
+    pub read_timeout: Duration,
 }
 
 impl Default for FileResourcesSection {
@@ -87,6 +91,7 @@ impl Default for FileResourcesSection {
             max_bytes: 10 * 1024 * 1024,
             max_listed: 1000,
             watch: true,
+            read_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -317,6 +322,11 @@ pub struct ResourceConfig {
     /// List the directory's files in `resources/list`.
     #[serde(default = "yes")]
     pub list: bool,
+    /// For a `dir`: serve and list hidden files (a path segment starting with `.`, such as
+    /// `.env` or `.git/config`). Off by default, because a folder's hidden files are far more
+    /// often secrets or tooling state than documents meant for a client.
+    #[serde(default)]
+    pub hidden: bool,
 }
 
 fn yes() -> bool {
@@ -374,6 +384,10 @@ impl ResourceConfig {
                 "only a `dir` is served through a template; use `uri`".into(),
             )),
             (_, None, None) => Err(("name", "needs `uri`".into())),
+            (_, Some(_), None) if self.hidden => Err((
+                "hidden",
+                "applies only to a `dir`; a `file` is served whatever its name".into(),
+            )),
             (_, Some(_), None) => Ok(kind),
         }
     }

@@ -5,12 +5,19 @@
 //! relative path of plain components (so `../`, an absolute path, and their percent-encoded
 //! forms such as `%2e%2e`, which the template match decodes first, are refused), then the
 //! joined path is canonicalised and must still lie under the canonical root, which refuses a
-//! symlink that points outside. Files are read at each `resources/read`, so an edit shows
-//! at once; a file over `max_bytes` is refused rather than cut, because half a file read
-//! as the whole is worse than an error.
+//! symlink that points outside. Hidden files (any path segment starting with `.`, such as
+//! `.env` or `.git/config`) are neither listed nor read unless the entry sets `hidden = true`;
+//! the name is checked before the file system is asked, and again after symlinks are
+//! resolved, so a visible symlink to a hidden file is refused too. Files are read at each
+//! `resources/read`, so an edit shows at once; a file over `max_bytes` is refused rather than
+//! cut, because half a file read as the whole is worse than an error. How one file is read
+//! (regular files only, bounded, under `file_resources.read_timeout`) is in
+//! [`super::file_read`].
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -19,6 +26,7 @@ use iri_string::template::UriTemplateStr;
 use iri_string::template::simple_context::SimpleContext;
 use serde_json::json;
 
+use super::file_read::{LastComponent, ReadError, read_regular, within};
 use super::{ProviderError, WatchTarget, resolve};
 use crate::config::{Config, ResourceConfig, ResourceKind};
 use crate::features::resources::{Resource, ResourceError, ResourceTemplate};
@@ -41,6 +49,9 @@ pub struct DirRoot {
     /// The template's one variable.
     pub variable: String,
     max_bytes: usize,
+    read_timeout: Duration,
+    /// Serve and list hidden files (the entry's `hidden`).
+    serve_hidden: bool,
     mime_type: Option<String>,
 }
 
@@ -69,6 +80,7 @@ pub(crate) fn resource(
         .kind()
         .map_err(|(field, msg)| vec![(at(field), msg)])?;
     let max_bytes = entry.max_bytes.unwrap_or(config.file_resources.max_bytes);
+    let read_timeout = config.file_resources.read_timeout;
     let watch_files = config.file_resources.watch;
     let uri = entry.uri.clone().unwrap_or_default();
     let mime = entry.mime_type.clone();
@@ -111,7 +123,7 @@ pub(crate) fn resource(
                     let path = read_path.clone();
                     let mime = mime.clone();
                     async move {
-                        read_file(&path, uri, mime, max_bytes)
+                        read_file(path, uri, mime, max_bytes, read_timeout)
                             .await
                             .map(|c| vec![c])
                     }
@@ -197,6 +209,8 @@ fn dir_resources(
         uri_template: template_text.clone(),
         variable: variable.clone(),
         max_bytes,
+        read_timeout: config.file_resources.read_timeout,
+        serve_hidden: entry.hidden,
         mime_type: entry.mime_type.clone(),
     });
     let handler_root = Arc::clone(&root_info);
@@ -216,7 +230,8 @@ fn dir_resources(
     let mut resources = Vec::new();
     if entry.list {
         let mut files = Vec::new();
-        list_files(&root, &root, config.file_resources.max_listed, &mut files);
+        let max_listed = config.file_resources.max_listed;
+        list_files(&root, &root, max_listed, entry.hidden, &mut files);
         for relative in files {
             let Some(uri) = root_info.uri_of(&relative) else {
                 continue;
@@ -265,9 +280,10 @@ fn dir_resources(
     })
 }
 
-/// Regular files under `dir`, relative to `root`, sorted, hidden entries skipped, at most
-/// `max`. Symlinks are not followed, so listing never leaves the root.
-fn list_files(root: &Path, dir: &Path, max: usize, out: &mut Vec<PathBuf>) {
+/// Regular files under `dir`, relative to `root`, sorted, hidden entries skipped unless
+/// `hidden`, at most `max`. Symlinks are not followed, so listing never leaves the root, and
+/// FIFOs, sockets and devices are not files, so the listing offers only what a read serves.
+fn list_files(root: &Path, dir: &Path, max: usize, hidden: bool, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -277,7 +293,7 @@ fn list_files(root: &Path, dir: &Path, max: usize, out: &mut Vec<PathBuf>) {
         if out.len() >= max {
             return;
         }
-        if entry.file_name().to_string_lossy().starts_with('.') {
+        if !hidden && is_hidden_name(&entry.file_name()) {
             continue;
         }
         let Ok(kind) = entry.file_type() else {
@@ -285,7 +301,7 @@ fn list_files(root: &Path, dir: &Path, max: usize, out: &mut Vec<PathBuf>) {
         };
         let path = entry.path();
         if kind.is_dir() {
-            list_files(root, &path, max, out);
+            list_files(root, &path, max, hidden, out);
         } else if kind.is_file() {
             if let Ok(relative) = path.strip_prefix(root) {
                 out.push(relative.to_path_buf());
@@ -294,9 +310,20 @@ fn list_files(root: &Path, dir: &Path, max: usize, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Reads `relative` under the root, refusing anything that would leave it.
+fn is_hidden_name(name: &std::ffi::OsStr) -> bool {
+    name.as_bytes().starts_with(b".")
+}
+
+/// Whether any segment of `path` names a hidden file or folder.
+fn is_hidden(path: &Path) -> bool {
+    path.components()
+        .any(|c| matches!(c, Component::Normal(name) if is_hidden_name(name)))
+}
+
+/// Reads `relative` under the root, refusing anything that would leave it, and hidden files
+/// unless the entry serves them.
 async fn read_under(
-    root: &DirRoot,
+    root: &Arc<DirRoot>,
     relative: &str,
     uri: String,
 ) -> Result<Vec<ResourceContents>, ResourceError> {
@@ -310,69 +337,72 @@ async fn read_under(
             "{uri}: the path must stay inside the resource's directory (no '..', '.', or absolute paths)"
         )));
     }
-    let joined = root.root.join(path);
-    let canonical = tokio::fs::canonicalize(&joined)
-        .await
-        .map_err(|_| ResourceError::NotFound(uri.clone()))?;
-    if !canonical.starts_with(&root.root) {
-        tracing::warn!(%uri, "resources/read refused: a symlink leads outside the resource root");
-        return Err(ResourceError::InvalidUri(format!(
-            "{uri}: resolves outside the resource's directory"
-        )));
+    if !root.serve_hidden && is_hidden(path) {
+        return Err(ReadError::Hidden.for_uri(uri));
     }
-    read_file(&canonical, uri, root.mime_type.clone(), root.max_bytes)
-        .await
-        .map(|c| vec![c])
+    let joined = root.root.join(path);
+    let checked = Arc::clone(root);
+    let (canonical, bytes) = within(root.read_timeout, move || {
+        let canonical = std::fs::canonicalize(&joined).map_err(|_| ReadError::Missing)?;
+        let inside = canonical
+            .strip_prefix(&checked.root)
+            .map_err(|_| ReadError::Outside)?;
+        if !checked.serve_hidden && is_hidden(inside) {
+            return Err(ReadError::Hidden);
+        }
+        // The path was just resolved: a symlink at its end now was swapped in since.
+        let bytes = read_regular(
+            &canonical,
+            checked.max_bytes,
+            LastComponent::MustNotBeSymlink,
+        )?;
+        Ok((canonical, bytes))
+    })
+    .await
+    .map_err(|e| e.for_uri(uri.clone()))?;
+    Ok(vec![contents(
+        &canonical,
+        uri,
+        root.mime_type.clone(),
+        bytes,
+    )])
 }
 
-/// Reads one file as text (a textual MIME type and valid UTF-8) or as a base64 blob.
+/// Reads the configured file at `path` (a `file` entry).
 async fn read_file(
-    path: &Path,
+    path: PathBuf,
     uri: String,
     mime: Option<String>,
     max_bytes: usize,
+    read_timeout: Duration,
 ) -> Result<ResourceContents, ResourceError> {
-    use tokio::io::AsyncReadExt;
-    let file = tokio::fs::File::open(path)
-        .await
-        .map_err(|_| ResourceError::NotFound(uri.clone()))?;
-    let meta = file
-        .metadata()
-        .await
-        .map_err(|e| ResourceError::Failed(e.to_string()))?;
-    if !meta.is_file() {
-        return Err(ResourceError::NotFound(uri));
-    }
-    let too_big = || {
-        tracing::warn!(%uri, max_bytes, "resources/read refused: file larger than max_bytes");
-        ResourceError::Failed(format!(
-            "{uri} is larger than {max_bytes} bytes (the resource's max_bytes); it is not served"
-        ))
-    };
-    if meta.len() > max_bytes as u64 {
-        return Err(too_big());
-    }
-    let mut bytes = Vec::new();
-    // The file may grow between the size check and the read.
-    file.take(max_bytes as u64 + 1)
-        .read_to_end(&mut bytes)
-        .await
-        .map_err(|e| ResourceError::Failed(format!("{uri}: {e}")))?;
-    if bytes.len() > max_bytes {
-        return Err(too_big());
-    }
+    let opened = path.clone();
+    let bytes = within(read_timeout, move || {
+        read_regular(&opened, max_bytes, LastComponent::MayBeSymlink)
+    })
+    .await
+    .map_err(|e| e.for_uri(uri.clone()))?;
+    Ok(contents(&path, uri, mime, bytes))
+}
+
+/// The contents of a file: text when its MIME type is textual and it is valid UTF-8, else a
+/// base64 blob.
+fn contents(path: &Path, uri: String, mime: Option<String>, bytes: Vec<u8>) -> ResourceContents {
     let mime = mime.unwrap_or_else(|| guess_mime(path));
-    if is_textual(&mime) {
-        if let Ok(text) = String::from_utf8(bytes.clone()) {
-            return Ok(ResourceContents::text(uri, mime, text));
+    let bytes = if is_textual(&mime) {
+        match String::from_utf8(bytes) {
+            Ok(text) => return ResourceContents::text(uri, mime, text),
+            Err(not_utf8) => not_utf8.into_bytes(),
         }
-    }
+    } else {
+        bytes
+    };
     let mime = if mime == "text/plain" {
         "application/octet-stream".to_string()
     } else {
         mime
     };
-    Ok(ResourceContents::blob(uri, mime, STANDARD.encode(bytes)))
+    ResourceContents::blob(uri, mime, STANDARD.encode(bytes))
 }
 
 /// The MIME type of a path from its extension; plain text when unknown, since most
@@ -428,14 +458,16 @@ fn fixed(
 mod tests {
     use super::*;
 
-    fn root(dir: &Path) -> DirRoot {
-        DirRoot {
+    fn root(dir: &Path) -> Arc<DirRoot> {
+        Arc::new(DirRoot {
             root: dir.canonicalize().unwrap(),
             uri_template: "file:///docs/{+path}".into(),
             variable: "path".into(),
             max_bytes: 1024,
+            read_timeout: Duration::from_secs(5),
+            serve_hidden: false,
             mime_type: None,
-        }
+        })
     }
 
     #[tokio::test]
@@ -448,6 +480,16 @@ mod tests {
                 matches!(err, ResourceError::InvalidUri(_)),
                 "{bad}: {err:?}"
             );
+        }
+    }
+
+    #[test]
+    fn any_segment_starting_with_a_dot_is_hidden() {
+        for hidden in [".env", ".git/config", "a/.ssh/id_rsa", "..x"] {
+            assert!(is_hidden(Path::new(hidden)), "{hidden}");
+        }
+        for visible in ["readme.md", "a/b.c/d", "x.env"] {
+            assert!(!is_hidden(Path::new(visible)), "{visible}");
         }
     }
 

@@ -11,6 +11,7 @@
 
 pub mod builtin;
 pub mod command;
+mod file_read;
 pub mod files;
 pub mod http;
 mod metadata;
