@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use mcp_actor::Server;
-use mcp_actor::providers::{LoadedConfig, ProviderRuntime, ResourceWatcher};
+use mcp_actor::providers::{
+    LoadedConfig, ProviderRuntime, ResourceWatcher, become_child_subreaper,
+};
 use mcp_actor::reload::{self, Reloader};
 use tracing_subscriber::EnvFilter;
 
@@ -48,6 +50,12 @@ fn main() -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
+    // Process-wide, so set once here, before any command tool runs: orphaned descendants of
+    // command tools re-parent to this process, which kills and reaps them (see
+    // `providers::become_child_subreaper`). `check` runs no command, so it skips this.
+    if let Err(e) = become_child_subreaper() {
+        tracing::warn!(error = %e, "cannot become a child subreaper; processes a command tool detaches may outlive it");
+    }
     let loaded = LoadedConfig::read(cli.config.as_deref())?;
     runtime(loaded.config.server.worker_threads)?.block_on(serve(cli, loaded))
 }

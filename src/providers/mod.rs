@@ -10,6 +10,7 @@
 
 pub mod builtin;
 pub mod command;
+mod descendants;
 pub mod files;
 pub mod http;
 mod metadata;
@@ -25,6 +26,7 @@ use serde_json::{Value, json};
 
 use crate::config::{Config, ConfigError, ToolKind};
 use crate::features::FeatureSet;
+pub use descendants::{RUN_MARKER_VAR, become_child_subreaper};
 use process::ProcessLimits;
 pub use watch::{ResourceWatcher, WatchTarget};
 
