@@ -76,6 +76,9 @@ async fn serve(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<()> {
     }
     let runtime = ProviderRuntime::new(&config)?;
     let provided = loaded.build(&runtime)?;
+    for warning in &provided.warnings {
+        tracing::warn!("{warning}");
+    }
     let (watch, debounce) = (config.reload.watch, config.reload.debounce);
     let server = Server::builder()
         .config(config)
@@ -112,6 +115,10 @@ fn check(file: &std::path::Path) -> anyhow::Result<()> {
     });
     match built {
         Ok((loaded, provided)) => {
+            // Warnings do not fail the check: the server starts without those tools.
+            for warning in &provided.warnings {
+                eprintln!("warning: {warning}");
+            }
             Server::builder()
                 .config(loaded.config)
                 .features(provided.features)

@@ -853,6 +853,15 @@ pub fn run_check(
     file: &std::path::Path,
     env: &[(&str, &str)],
 ) -> (std::process::ExitStatus, String, String) {
+    run_check_without(file, env, &[])
+}
+
+/// [`run_check`], with the environment variables `unset` removed.
+pub fn run_check_without(
+    file: &std::path::Path,
+    env: &[(&str, &str)],
+    unset: &[&str],
+) -> (std::process::ExitStatus, String, String) {
     const LIMIT: Duration = Duration::from_secs(30);
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-actor"));
     cmd.arg("check")
@@ -861,6 +870,9 @@ pub fn run_check(
         .stderr(Stdio::piped());
     for (k, v) in env {
         cmd.env(k, v);
+    }
+    for k in unset {
+        cmd.env_remove(k);
     }
     let mut child = cmd.spawn().expect("run mcp-actor check");
     let deadline = std::time::Instant::now() + LIMIT;
