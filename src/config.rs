@@ -371,6 +371,46 @@ impl ConfigError {
     }
 }
 
+/// Something in a configuration that works but is probably not what was meant, such as a
+/// tool left out because an `${ENV}` it needs is unset. Startup and reload log it at warn;
+/// `mcp-actor check` prints it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigWarning {
+    /// `file:line:column`, once located in the file's text.
+    pub location: Option<String>,
+    /// The dotted key it is about, as `tools[4].headers.Authorization`.
+    pub key: String,
+    pub message: String,
+}
+
+impl ConfigWarning {
+    pub fn new(key: impl Into<String>, message: impl Into<String>) -> Self {
+        ConfigWarning {
+            location: None,
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+
+    /// The same warning, located at its key in `text`, the contents of `origin`.
+    pub fn located(self, text: &str, origin: &str) -> Self {
+        let (line, column) = locate_key(text, &self.key);
+        ConfigWarning {
+            location: Some(format!("{origin}:{line}:{column}")),
+            ..self
+        }
+    }
+}
+
+impl std::fmt::Display for ConfigWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(location) = &self.location {
+            write!(f, "{location}: ")?;
+        }
+        write!(f, "{}: {}", self.key, self.message)
+    }
+}
+
 impl Config {
     /// Reads and validates a configuration file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {

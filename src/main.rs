@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use mcp_actor::Server;
-use mcp_actor::providers::{LoadedConfig, ProviderRuntime, ResourceWatcher};
+use mcp_actor::providers::{
+    LoadedConfig, ProviderRuntime, ResourceWatcher, become_child_subreaper,
+};
 use mcp_actor::reload::{self, Reloader};
 use tracing_subscriber::EnvFilter;
 
@@ -52,6 +54,12 @@ fn main() -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
+    // Process-wide, so set once here, before any command tool runs: orphaned descendants of
+    // command tools re-parent to this process, which kills and reaps them (see
+    // `providers::become_child_subreaper`). `check` runs no command, so it skips this.
+    if let Err(e) = become_child_subreaper() {
+        tracing::warn!(error = %e, "cannot become a child subreaper; processes a command tool detaches may outlive it");
+    }
     let loaded = LoadedConfig::read(cli.config.as_deref())?;
     let runtime = runtime(loaded.config.server.worker_threads)?;
     let served = runtime.block_on(serve(cli, loaded));
@@ -78,6 +86,9 @@ async fn serve(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<()> {
     config.server.allow_unauthenticated |= cli.allow_unauthenticated;
     let runtime = ProviderRuntime::new(&config)?;
     let provided = loaded.build(&runtime)?;
+    for warning in &provided.warnings {
+        tracing::warn!("{warning}");
+    }
     let (watch, debounce) = (config.reload.watch, config.reload.debounce);
     let server = Server::builder()
         .config(config)
@@ -166,7 +177,8 @@ fn check(file: &std::path::Path) -> anyhow::Result<()> {
     });
     match built {
         Ok((loaded, provided)) => {
-            for warning in loaded.warnings(&provided) {
+            // Warnings do not fail the check: the server starts without those tools.
+            for warning in &provided.warnings {
                 eprintln!("warning: {warning}");
             }
             Server::builder()

@@ -62,6 +62,9 @@ impl Reloader {
                 return false;
             }
         };
+        for warning in &provided.warnings {
+            tracing::warn!("{warning}");
+        }
         for table in tables_needing_restart(&self.started, &loaded.config) {
             tracing::warn!(
                 table,

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{TempDir, TestServer, eventually, processes_matching, unique};
+use common::{TempDir, TestServer, eventually, processes_matching, unique, zombie_children};
 use serde_json::{Value, json};
 
 const CONFIG: &str = r#"
@@ -36,6 +36,21 @@ timeout = "500ms"
 name = "wait_long"
 command = ["sh", "-c", "echo started; sleep \"$1\" & sleep \"$1\"; wait", "sh", "{seconds}"]
 timeout = "60s"
+
+[[tools]]
+name = "detach_hang"
+command = ["sh", "-c", "setsid sleep \"$1\" & sleep \"$2\"", "sh", "{detached}", "{waited}"]
+timeout = "500ms"
+
+[[tools]]
+name = "detach_wait"
+command = ["sh", "-c", "setsid sleep \"$1\" & sleep \"$2\"", "sh", "{detached}", "{waited}"]
+timeout = "60s"
+
+[[tools]]
+name = "detach_and_exit"
+command = ["sh", "-c", "setsid sleep \"$1\" & sleep 0.5; echo done", "sh", "{detached}"]
+timeout = "20s"
 
 [[tools]]
 name = "flood"
@@ -224,6 +239,101 @@ async fn session_end_kills_the_process_group() {
         "orphaned processes remain after DELETE: {:?}",
         processes_matching(&needle)
     );
+}
+
+/// Two unique sleep durations: one for a process that leaves the group with `setsid`, one
+/// for the script's own foreground sleep.
+fn detach_arguments() -> (String, String) {
+    (format!("1001.{}", unique()), format!("1000.{}", unique()))
+}
+
+/// The server adopts the orphans of its commands (a child subreaper), so it must reap them.
+async fn assert_no_zombie_remains(server: &TestServer) {
+    let zombies = || zombie_children(server.pid());
+    assert!(
+        eventually(Duration::from_secs(5), || zombies().is_empty()).await,
+        "the server left zombie children: {:?}",
+        zombies()
+    );
+}
+
+async fn assert_no_process_remains(needles: &[&str], after: &str) {
+    let remaining = || -> Vec<u32> {
+        needles
+            .iter()
+            .flat_map(|needle| processes_matching(needle))
+            .collect()
+    };
+    assert!(
+        eventually(Duration::from_secs(5), || remaining().is_empty()).await,
+        "processes remain after {after}: {:?}",
+        remaining()
+    );
+}
+
+#[tokio::test]
+async fn timeout_kills_descendants_that_left_the_process_group() {
+    let server = TestServer::with_config(CONFIG);
+    let session = server.client().connect().await;
+    let (detached, waited) = detach_arguments();
+    let args = json!({ "detached": detached, "waited": waited });
+    let result = call(&session, 1, "detach_hang", args).await;
+    assert!(text(&result).contains("timed out"), "{result}");
+    let (detached, waited) = (format!("sleep {detached}"), format!("sleep {waited}"));
+    assert_no_process_remains(&[&detached, &waited], "the timeout").await;
+    assert_no_zombie_remains(&server).await;
+}
+
+#[tokio::test]
+async fn cancellation_kills_descendants_that_left_the_process_group() {
+    let server = TestServer::with_config(CONFIG);
+    let session = server.client().connect().await;
+    let (detached, waited) = detach_arguments();
+    let call_session = session.clone();
+    let args =
+        json!({ "name": "detach_wait", "arguments": { "detached": detached, "waited": waited } });
+    let _call = tokio::spawn(async move {
+        let _ = call_session.request(json!(5), "tools/call", args).await;
+    });
+    let (detached, waited) = (format!("sleep {detached}"), format!("sleep {waited}"));
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            processes_matching(&detached).len() == 1 && processes_matching(&waited).len() == 1
+        })
+        .await,
+        "the command did not start"
+    );
+    session
+        .notify(
+            "notifications/cancelled",
+            Some(json!({ "requestId": 5, "reason": "user pressed stop" })),
+        )
+        .await;
+    assert_no_process_remains(&[&detached, &waited], "cancellation").await;
+    assert_no_zombie_remains(&server).await;
+}
+
+#[tokio::test]
+async fn a_finished_command_leaves_no_detached_descendant_and_returns_at_once() {
+    let server = TestServer::with_config(CONFIG);
+    let session = server.client().connect().await;
+    let (detached, _) = detach_arguments();
+    let started = std::time::Instant::now();
+    let result = call(
+        &session,
+        1,
+        "detach_and_exit",
+        json!({ "detached": detached }),
+    )
+    .await;
+    assert_eq!(text(&result), "done\n", "{result}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "a detached process holding the output pipes must not keep the call waiting"
+    );
+    let detached = format!("sleep {detached}");
+    assert_no_process_remains(&[&detached], "the command exited").await;
+    assert_no_zombie_remains(&server).await;
 }
 
 #[tokio::test]

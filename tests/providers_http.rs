@@ -199,15 +199,15 @@ async fn slow_upstream_times_out_as_an_error_result() {
 }
 
 #[test]
-fn missing_env_secret_is_a_located_config_error() {
+fn missing_env_secret_of_a_required_tool_is_a_located_config_error() {
     let dir = TempDir::new("http-check");
     let path = dir.write(
         "bad.toml",
-        "[[tools]]\nname = \"a\"\nurl = \"http://127.0.0.1:1/\"\n\n[[tools]]\nname = \"b\"\nurl = \"http://127.0.0.1:1/\"\nheaders = { X-Key = \"${MCP_ACTOR_SURELY_UNSET}\" }\n",
+        "[[tools]]\nname = \"a\"\nurl = \"http://127.0.0.1:1/\"\n\n[[tools]]\nname = \"b\"\nurl = \"http://127.0.0.1:1/\"\nrequired = true\nheaders = { X-Key = \"${MCP_ACTOR_SURELY_UNSET}\" }\n",
     );
     let (status, _, stderr) = common::run_check(&path, &[]);
     assert!(!status.success());
-    assert!(stderr.contains("bad.toml:8:"), "{stderr}");
+    assert!(stderr.contains("bad.toml:9:"), "{stderr}");
     assert!(
         stderr.contains("MCP_ACTOR_SURELY_UNSET is not set"),
         "{stderr}"

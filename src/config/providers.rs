@@ -193,6 +193,10 @@ pub struct ToolConfig {
     pub output_schema: Option<Value>,
     #[serde(default, with = "humantime_serde")]
     pub timeout: Option<Duration>,
+    /// An unset `${NAME}` in the entry is an error. Without it the tool is left out, with a
+    /// warning, so a configuration starts without every optional secret.
+    #[serde(default)]
+    pub required: bool,
 
     // Command tools.
     pub cwd: Option<PathBuf>,
@@ -270,6 +274,7 @@ impl ToolConfig {
         let shared_keys = [
             ("timeout", self.timeout.is_some()),
             ("input_schema", self.input_schema.is_some()),
+            ("required", self.required),
         ];
         let foreign: Vec<(&str, bool)> = match kind {
             ToolKind::Builtin => command_keys
@@ -289,6 +294,22 @@ impl ToolConfig {
             return Err((key, format!("does not apply to {what}")));
         }
         Ok(kind)
+    }
+
+    /// The values in which `${NAME}` is replaced by an environment variable, with their
+    /// keys relative to the entry: a command tool's `env`, an HTTP tool's `url` and
+    /// `headers`.
+    pub fn env_expanded_values(&self) -> Vec<(String, &str)> {
+        let env = self
+            .env
+            .iter()
+            .map(|(var, value)| (format!("env.{var}"), value.as_str()));
+        let url = self.url.iter().map(|url| ("url".to_string(), url.as_str()));
+        let headers = self
+            .headers
+            .iter()
+            .map(|(name, value)| (format!("headers.{name}"), value.as_str()));
+        env.chain(url).chain(headers).collect()
     }
 
     /// The exposed name (builtins default to their own name).

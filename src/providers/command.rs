@@ -9,7 +9,9 @@
 //!   understands;
 //! - the process leads its own process group, killed whole on timeout, on cancellation
 //!   (`notifications/cancelled` or session end abort the handler task; the
-//!   `ProcessGroup` guard kills from `Drop`) and after exit, so nothing is orphaned;
+//!   `CallProcesses` guard kills from `Drop`) and after exit; on Linux, descendants that
+//!   left the group are found by a marker in their environment and killed too (see
+//!   `descendants`), so nothing is orphaned;
 //! - output is capped: past `max_output_bytes` the group is killed and the call fails;
 //! - concurrency is capped server-wide and per session (`ProcessLimits`).
 
@@ -22,8 +24,9 @@ use serde_json::{Map, Value};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
+use super::descendants::{RUN_MARKER_VAR, RunMarker, spawn_registered};
 use super::placeholders::{ArgTemplate, Rendered, argument_text, expand_env};
-use super::process::{ProcessGroup, ProcessLimits};
+use super::process::{CallProcesses, ProcessLimits};
 use super::{ProviderError, ProviderRuntime, input_schema, resolve};
 use crate::config::{Config, ToolConfig};
 use crate::context::RequestContext;
@@ -246,12 +249,15 @@ async fn run(
         command.env_clear();
     }
     command.envs(spec.env.iter().map(|(k, v)| (k, v)));
-    let mut child = command
-        .spawn()
+    // Set last, so neither `env` nor `env_clear` can remove or forge it.
+    let marker = RunMarker::new();
+    command.env(RUN_MARKER_VAR, marker.value());
+    let mut spawned = spawn_registered(&mut command)
         .map_err(|e| ToolError::msg(format!("cannot start {}: {e}", spec.program.display())))?;
-    // Declared after `child`, so it is dropped first: the group dies before the handle.
+    let child = &mut spawned.child;
+    // Declared after `spawned`, so it is dropped first: the processes die before the handle.
     let pid = child.id();
-    let mut group = pid.map(ProcessGroup::new);
+    let mut processes = pid.map(|pid| CallProcesses::new(pid, marker));
     tracing::debug!(tool = %spec.name, ?pid, "command started");
     if let (Some(data), Some(mut stdin)) = (stdin_data, child.stdin.take()) {
         // A program that does not read its stdin must not block the call: write in the
@@ -265,12 +271,12 @@ async fn run(
     };
     let mut output = Output::new(spec.max_output);
     let ending = tokio::select! {
-        ending = collect(&mut child, pid, stdout, stderr, &mut output, spec, &ctx) => ending,
+        ending = collect(child, &mut processes, stdout, stderr, &mut output, spec, &ctx) => ending,
         () = tokio::time::sleep(spec.timeout) => Ending::TimedOut,
         () = ctx.cancellation().cancelled() => Ending::Cancelled,
     };
-    if let Some(group) = group.as_mut() {
-        group.kill();
+    if let Some(processes) = processes.as_mut() {
+        processes.kill().await;
     }
     Ok(result(spec, ending, output))
 }
@@ -296,12 +302,12 @@ impl Output {
     }
 }
 
-/// Reads both pipes until the process exits. Once it has, the group is killed so a
+/// Reads both pipes until the process exits. Once it has, its processes are killed so a
 /// background child holding the pipes open cannot keep the call waiting, then the pipes are
 /// drained.
 async fn collect(
     child: &mut tokio::process::Child,
-    pid: Option<u32>,
+    processes: &mut Option<CallProcesses>,
     mut stdout: impl AsyncRead + Unpin,
     mut stderr: impl AsyncRead + Unpin,
     output: &mut Output,
@@ -341,8 +347,8 @@ async fn collect(
             exit = child.wait(), if status.is_none() => {
                 status = Some(exit);
                 // Leftover background processes would hold the pipes open.
-                if let Some(pid) = pid {
-                    ProcessGroup::new(pid).kill();
+                if let Some(processes) = processes.as_mut() {
+                    processes.kill().await;
                 }
             },
         }

@@ -2,15 +2,18 @@
 //! friends from configuration; the feature layer serves them without knowing their origin.
 //!
 //! [`build`] turns a validated [`Config`] into a [`FeatureSet`] plus the files to watch for
-//! `resources/updated`, and warnings about entries that are valid but likely not what was
-//! meant (printed by `mcp-actor check`, logged at startup and reload). Everything that can fail — a missing file, an unset `${ENV}`, an
-//! unknown placeholder, a schema or template that does not compile — fails here, before a
-//! server (or a reload) uses any of it, and every failure names its key so
-//! [`LoadedConfig`] can point at the file's line. The binary's startup, `mcp-actor check`
+//! `resources/updated`. Everything that can fail — a missing file, an unset `${ENV}` in a
+//! `required` tool, an unknown placeholder, a schema or template that does not compile —
+//! fails here, before a server (or a reload) uses any of it, and every failure names its
+//! key so [`LoadedConfig`] can point at the file's line. A tool that is not `required` and
+//! needs an unset `${ENV}` is left out instead, with a [`ConfigWarning`]: optional
+//! integrations (a token for one API) must not stop the rest of a configuration. Entries that
+//! are valid but likely not what was meant get a [`ConfigWarning`] too. The binary's startup, `mcp-actor check`
 //! and hot reload all go through [`LoadedConfig`], so they accept exactly the same files.
 
 pub mod builtin;
 pub mod command;
+mod descendants;
 mod file_read;
 pub mod files;
 pub mod http;
@@ -25,8 +28,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::config::{Config, ConfigError, ToolKind};
+use crate::config::{Config, ConfigError, ConfigWarning, ToolConfig, ToolKind};
 use crate::features::FeatureSet;
+pub use descendants::{RUN_MARKER_VAR, become_child_subreaper};
 use process::ProcessLimits;
 pub use watch::{ResourceWatcher, WatchTarget};
 
@@ -67,8 +71,8 @@ pub struct Provided {
     pub features: FeatureSet,
     /// Files and directories whose changes become `notifications/resources/updated`.
     pub watch: Vec<WatchTarget>,
-    /// Entries that work but are likely not what was meant: the dotted key and why.
-    pub warnings: Vec<ProviderError>,
+    /// Tools left out, each with why (located in the file when built by [`LoadedConfig`]).
+    pub warnings: Vec<ConfigWarning>,
 }
 
 /// A parsed configuration with the text it came from, so errors found while building the
@@ -114,10 +118,9 @@ impl LoadedConfig {
         })
     }
 
-    /// Builds every provider, reporting all errors with their lines. Warnings are logged
-    /// (see [`LoadedConfig::warnings`] for printing them).
+    /// Builds every provider, reporting all errors and warnings with their lines.
     pub fn build(&self, runtime: &ProviderRuntime) -> Result<Provided, ConfigError> {
-        let provided = build(&self.config, &self.base_dir, runtime).map_err(|errors| {
+        let mut provided = build(&self.config, &self.base_dir, runtime).map_err(|errors| {
             ConfigError::Several(
                 errors
                     .into_iter()
@@ -125,21 +128,11 @@ impl LoadedConfig {
                     .collect(),
             )
         })?;
-        for warning in self.warnings(&provided) {
-            tracing::warn!("{warning}");
-        }
+        provided.warnings = std::mem::take(&mut provided.warnings)
+            .into_iter()
+            .map(|w| w.located(&self.text, &self.origin))
+            .collect();
         Ok(provided)
-    }
-
-    /// The warnings of `provided`, each as `file:line:column: key: message`.
-    pub fn warnings(&self, provided: &Provided) -> Vec<String> {
-        provided
-            .warnings
-            .iter()
-            .map(|(key, msg)| {
-                ConfigError::at_key(&self.text, &self.origin, key, msg.as_str()).to_string()
-            })
-            .collect()
     }
 }
 
@@ -154,11 +147,19 @@ pub fn build(
     let mut errors = Vec::new();
     for (i, entry) in config.tools.iter().enumerate() {
         let key = format!("tools[{i}]");
+        if let Some(warning) = missing_optional_env(entry, &key) {
+            provided.warnings.push(warning);
+            continue;
+        }
         let tool = match entry.kind() {
             Ok(ToolKind::Builtin) => builtin::tool(entry, &key),
             Ok(ToolKind::Command) => command::tool(entry, &key, config, base_dir, runtime),
             Ok(ToolKind::Http) => {
-                provided.warnings.extend(http::warnings(entry, &key));
+                provided.warnings.extend(
+                    http::warnings(entry, &key)
+                        .into_iter()
+                        .map(|(key, message)| ConfigWarning::new(key, message)),
+                );
                 http::tool(entry, &key, config, runtime)
             }
             Err((field, msg)) => Err(vec![(format!("{key}.{field}"), msg)]),
@@ -191,6 +192,31 @@ pub fn build(
     } else {
         Err(errors)
     }
+}
+
+/// Why a tool that is not `required` is left out: the first `${NAME}` it uses that the
+/// environment does not set. A `required` tool is built, and its unset variable becomes
+/// an error there.
+fn missing_optional_env(entry: &ToolConfig, key: &str) -> Option<ConfigWarning> {
+    if entry.required {
+        return None;
+    }
+    let (field, var) = entry
+        .env_expanded_values()
+        .into_iter()
+        .find_map(|(field, text)| {
+            Some((
+                field,
+                placeholders::unset_env_vars(text).into_iter().next()?,
+            ))
+        })?;
+    let name = entry.exposed_name().unwrap_or_default();
+    Some(ConfigWarning::new(
+        format!("{key}.{field}"),
+        format!(
+            "tool {name:?} is disabled: environment variable {var} is not set (referenced as ${{{var}}}); set it to enable the tool, or add required = true to make this an error"
+        ),
+    ))
 }
 
 /// The input schema of a tool: the configured one, whose properties must cover every

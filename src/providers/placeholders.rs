@@ -5,8 +5,10 @@
 //!   literal argument. `{{` and `}}` write literal braces.
 //! - `${NAME}` in env values, headers and URLs: replaced once, when the configuration is
 //!   loaded, by the server's own environment variable, so secrets stay out of the TOML file.
-//!   An unset variable is a configuration error rather than an empty string, because an
-//!   empty `Authorization` header fails far from its cause. `$${` writes a literal `${`.
+//!   An unset variable never becomes an empty string, because an empty `Authorization`
+//!   header fails far from its cause: the tool is left out with a warning, or, with
+//!   `required = true`, it is a configuration error ([`unset_env_vars`] decides which before
+//!   the tool is built). `$${` writes a literal `${`.
 
 use serde_json::{Map, Value};
 
@@ -131,6 +133,23 @@ pub(crate) fn expand_env(text: &str) -> Result<String, String> {
     expand_env_with(text, |name| std::env::var(name).ok())
 }
 
+/// The variables that `${NAME}` references in `text` name but the server's environment
+/// does not set. A malformed reference is left for [`expand_env`] to report.
+pub(crate) fn unset_env_vars(text: &str) -> Vec<String> {
+    unset_env_vars_with(text, |name| std::env::var(name).ok())
+}
+
+fn unset_env_vars_with(text: &str, lookup: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    let unset = std::cell::RefCell::new(Vec::new());
+    let _ = expand_env_with(text, |name| {
+        lookup(name).or_else(|| {
+            unset.borrow_mut().push(name.to_string());
+            Some(String::new())
+        })
+    });
+    unset.into_inner()
+}
+
 fn expand_env_with(text: &str, lookup: impl Fn(&str) -> Option<String>) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -232,5 +251,15 @@ mod tests {
                 .contains("MISSING")
         );
         assert!(expand_env_with("${TOKEN", lookup).is_err());
+    }
+
+    #[test]
+    fn unset_references_are_listed_and_set_or_escaped_ones_are_not() {
+        let lookup = |n: &str| (n == "TOKEN").then(|| "s3cret".to_string());
+        assert_eq!(
+            unset_env_vars_with("${TOKEN} ${A} $${B} ${C}", lookup),
+            ["A", "C"]
+        );
+        assert!(unset_env_vars_with("${TOKEN}", lookup).is_empty());
     }
 }

@@ -1,11 +1,14 @@
 //! What keeps command tools from leaving processes behind or running too many.
 //!
-//! - [`ProcessGroup`]: every command starts as the leader of its own process group, and this
-//!   guard kills the whole group with SIGKILL when it is dropped. A handler task that is
-//!   aborted (`notifications/cancelled`, session end) drops its future, and with it the guard,
-//!   so cancellation needs no cooperation from the task and a shell script's own children
-//!   die with it. The group is also killed after a normal exit, so a background job a script
-//!   forgot does not outlive the call.
+//! - [`CallProcesses`]: every command starts as the leader of its own process group, with
+//!   a run marker in its environment (see [`super::descendants`]). The guard kills the
+//!   whole group with SIGKILL and then, on Linux, every process that carries the marker,
+//!   which reaches descendants that left the group with `setsid`. The group is killed when
+//!   the guard is dropped: a handler task that is aborted (`notifications/cancelled`,
+//!   session end) drops its future, and with it the guard, so cancellation needs no
+//!   cooperation from the task and a script's children die with it. Both are also killed
+//!   after a normal exit, so a background job a script forgot does not outlive the call or
+//!   hold its output pipes open.
 //! - [`ProcessLimits`]: counts running commands server-wide and per session. A call over a
 //!   limit is refused at once rather than queued, so a flood of calls cannot pile up behind
 //!   one slow command unseen; the caller gets an `isError` result saying which limit.
@@ -16,23 +19,41 @@ use std::sync::{Arc, Mutex};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
-/// Kills a process group when dropped.
+use super::descendants::{RunMarker, kill_marked};
+
+/// Every process of one call: its process group and the processes carrying its marker.
 #[derive(Debug)]
-pub(crate) struct ProcessGroup {
+pub(crate) struct CallProcesses {
     pgid: Option<Pid>,
+    /// Taken by the first complete sweep: once no marked process is left, none can appear.
+    marker: Option<RunMarker>,
 }
 
-impl ProcessGroup {
-    /// Guards the group led by `pid`, which must have been spawned with `process_group(0)`.
-    pub fn new(pid: u32) -> Self {
-        ProcessGroup {
+impl CallProcesses {
+    /// Guards the group led by `pid`, which must have been spawned with `process_group(0)`
+    /// and with `marker` in its environment.
+    pub fn new(pid: u32, marker: RunMarker) -> Self {
+        CallProcesses {
             pgid: i32::try_from(pid).ok().map(Pid::from_raw),
+            marker: Some(marker),
         }
     }
 
-    /// Kills every process of the group. Idempotent: the group is killed at most once, so a
-    /// later drop cannot signal a process group id the system has since reused.
-    pub fn kill(&mut self) {
+    /// Kills the group and every marked process, and waits until they are gone.
+    pub async fn kill(&mut self) {
+        self.kill_group();
+        if let Some(marker) = self.marker.take() {
+            // The sweep reads /proc; it must not block an async worker.
+            let sweep = tokio::task::spawn_blocking(move || kill_marked(&marker));
+            if let Err(e) = sweep.await {
+                tracing::warn!(error = %e, "the sweep for a command's descendants failed");
+            }
+        }
+    }
+
+    /// Kills every process of the group. The group is killed at most once, so a later call
+    /// cannot signal a process group id the system has since reused.
+    fn kill_group(&mut self) {
         if let Some(pgid) = self.pgid.take() {
             // ESRCH (the group is already gone) is the normal case after a clean exit.
             if let Err(e) = killpg(pgid, Signal::SIGKILL) {
@@ -44,9 +65,19 @@ impl ProcessGroup {
     }
 }
 
-impl Drop for ProcessGroup {
+impl Drop for CallProcesses {
+    /// Cancellation drops the guard without awaiting it: the group dies here, and the sweep
+    /// for marked processes runs on the blocking pool.
     fn drop(&mut self) {
-        self.kill();
+        self.kill_group();
+        if let Some(marker) = self.marker.take() {
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => {
+                    runtime.spawn_blocking(move || kill_marked(&marker));
+                }
+                Err(_) => kill_marked(&marker),
+            }
+        }
     }
 }
 

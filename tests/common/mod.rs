@@ -187,12 +187,8 @@ impl Drop for TempDir {
 /// Live processes whose command line contains `needle` (zombies have no command line, so
 /// they never match).
 pub fn processes_matching(needle: &str) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+    all_pids()
+        .into_iter()
         .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/cmdline"))
                 .map(|c| {
@@ -202,6 +198,34 @@ pub fn processes_matching(needle: &str) -> Vec<u32> {
                 })
                 .unwrap_or(false)
         })
+        .collect()
+}
+
+/// Zombie children of process `parent` (processes that exited and that `parent` has not
+/// waited for).
+pub fn zombie_children(parent: u32) -> Vec<u32> {
+    let parent = parent.to_string();
+    all_pids()
+        .into_iter()
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // The command name, in parentheses, may contain spaces: fields follow the last ')'.
+            let fields: Vec<&str> = stat
+                .rsplit_once(')')
+                .map(|(_, rest)| rest.split_whitespace().collect())
+                .unwrap_or_default();
+            fields.first() == Some(&"Z") && fields.get(1) == Some(&parent.as_str())
+        })
+        .collect()
+}
+
+fn all_pids() -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .collect()
 }
 
@@ -858,6 +882,15 @@ pub fn run_check(
     file: &std::path::Path,
     env: &[(&str, &str)],
 ) -> (std::process::ExitStatus, String, String) {
+    run_check_without(file, env, &[])
+}
+
+/// [`run_check`], with the environment variables `unset` removed.
+pub fn run_check_without(
+    file: &std::path::Path,
+    env: &[(&str, &str)],
+    unset: &[&str],
+) -> (std::process::ExitStatus, String, String) {
     const LIMIT: Duration = Duration::from_secs(30);
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-actor"));
     cmd.arg("check")
@@ -866,6 +899,9 @@ pub fn run_check(
         .stderr(Stdio::piped());
     for (k, v) in env {
         cmd.env(k, v);
+    }
+    for k in unset {
+        cmd.env_remove(k);
     }
     let mut child = cmd.spawn().expect("run mcp-actor check");
     let deadline = std::time::Instant::now() + LIMIT;
