@@ -56,6 +56,7 @@
 pub mod config;
 pub mod context;
 pub mod dispatch;
+pub mod events;
 pub mod features;
 mod http;
 pub mod jsonrpc;
@@ -69,6 +70,7 @@ pub mod stateless;
 
 pub use config::Config;
 pub use context::{ClientRequestError, RequestContext};
+pub use events::{ServerEvent, ServerEvents};
 pub use features::prompts::Prompt;
 pub use features::resources::{Resource, ResourceError, ResourceTemplate};
 pub use features::tools::{TaskSupport, Tool, ToolError};
@@ -77,4 +79,3 @@ pub use protocol::{
     CallToolResult, Content, GetPromptResult, PromptArgument, PromptMessage, ResourceContents, Role,
 };
 pub use server::{BuildError, Server, ServerBuilder};
-pub use session::actor::ServerEvent;

@@ -94,7 +94,7 @@ async fn serve(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<()> {
         .config(config)
         .features(provided.features)
         .build()?;
-    let resources = ResourceWatcher::start(server.clone(), provided.watch);
+    let resources = ResourceWatcher::start(server.events(), provided.watch);
     let reloader = cli
         .config
         .clone()

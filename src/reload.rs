@@ -88,7 +88,7 @@ impl Reloader {
             }
         }
         // The new watcher starts before the old one stops, so no change falls in between.
-        let watcher = ResourceWatcher::start(self.server.clone(), provided.watch);
+        let watcher = ResourceWatcher::start(self.server.events(), provided.watch);
         self.resources = watcher;
         true
     }

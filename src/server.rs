@@ -9,69 +9,42 @@
 use std::future::Future;
 use std::io;
 use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
 
 use arc_swap::ArcSwap;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
 use tokio::net::TcpListener;
-use tokio::sync::broadcast;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::context::RequestContext;
+use crate::dispatch::identity::ServerIdentity;
+use crate::events::{EventSink, ServerEvent, ServerEvents};
 use crate::features::prompts::Prompt;
 use crate::features::resources::{Resource, ResourceTemplate};
 use crate::features::tools::{Tool, ToolError};
 use crate::features::{FeatureSet, Features, ListChanges};
+use crate::http::AppState;
 use crate::http::connections::ConnectionLimits;
 use crate::protocol::CallToolResult;
-use crate::session::actor::ServerEvent;
-use crate::session::registry::SessionRegistry;
+use crate::session::SessionEnv;
+use crate::stateless::ModernState;
 use crate::stateless::request_state::RequestStateKey;
 use crate::stateless::tasks::TaskStore;
 
-/// State shared by every HTTP handler and session actor. Read-only apart from the
-/// registry, which is concurrent by construction, and the features, which a reload swaps
-/// whole.
-pub(crate) struct Shared {
-    pub config: Config,
-    /// What the server exposes. Handler tasks take their own `Arc` when they are spawned
-    /// (`load_full`), so a swap never changes a call already running.
-    pub features: ArcSwap<Features>,
-    pub registry: SessionRegistry,
-    /// The initialize result without `protocolVersion`, built once.
-    pub initialize_result: Value,
-    /// The one source of server events: list changes and resource updates. Sessions get
-    /// them through the registry, listen streams by subscribing.
-    pub events: broadcast::Sender<Arc<ServerEvent>>,
-    /// Seals and opens `requestState` of stateless input_required round trips.
-    pub request_state: RequestStateKey,
-    /// Cancelled when the server shuts down, so long-lived streams end cleanly.
-    pub shutdown: CancellationToken,
-    /// Open `subscriptions/listen` streams.
-    pub listen_streams: AtomicUsize,
-    /// Tasks of the `io.modelcontextprotocol/tasks` extension, server-wide.
-    pub tasks: TaskStore,
-    /// Permits for 2026-07-28 requests in flight (`modern.max_in_flight`).
-    pub modern_permits: Arc<tokio::sync::Semaphore>,
-}
-
-impl Shared {
-    /// Delivers a server event to every session and every listen stream.
-    pub fn publish(&self, event: ServerEvent) {
-        let event = Arc::new(event);
-        self.registry.broadcast(&event);
-        // No receiver is not an error: nobody listens.
-        let _ = self.events.send(event);
-    }
-}
-
 /// A configured MCP server, ready to serve.
+///
+/// It owns nothing another layer imports: it composes each layer's own state (the session
+/// registry in [`SessionEnv`], the stateless path's key, tasks and permits in
+/// [`ModernState`]) and keeps the three things that span them: the features a reload swaps,
+/// the event publisher, and the shutdown signal.
 #[derive(Clone)]
 pub struct Server {
-    shared: Arc<Shared>,
+    app: Arc<AppState>,
+    features: Arc<ArcSwap<Features>>,
+    events: Arc<ServerEvents>,
+    shutdown: CancellationToken,
 }
 
 /// Collects what a [`Server`] exposes.
@@ -98,7 +71,7 @@ impl Server {
 
     /// The axum router of the MCP endpoint, to mount in a larger application.
     pub fn router(&self) -> axum::Router {
-        crate::http::router(Arc::clone(&self.shared))
+        crate::http::router(Arc::clone(&self.app))
     }
 
     /// Serves on `listener` until Ctrl-C or SIGTERM.
@@ -115,22 +88,22 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> io::Result<()> {
         self.check_listen_address(listener.local_addr()?)?;
-        let config = &self.shared.config;
+        let config = &self.app.config;
         let limits = ConnectionLimits {
             max_connections: config.http.max_connections,
             header_timeout: config.http.header_timeout,
             idle_timeout: config.http.idle_timeout,
             shutdown_timeout: config.server.shutdown_timeout,
         };
-        let shared = Arc::clone(&self.shared);
+        let (sessions, token) = (Arc::clone(&self.app.sessions), self.shutdown.clone());
         let signal = async move {
             shutdown.await;
             tracing::info!(
-                sessions = shared.registry.len(),
+                sessions = sessions.registry.len(),
                 "shutting down: ending every session"
             );
-            shared.shutdown.cancel();
-            shared.registry.shutdown_all();
+            token.cancel();
+            sessions.registry.shutdown_all();
         };
         crate::http::connections::serve(listener, self.router(), limits, signal).await
     }
@@ -138,7 +111,7 @@ impl Server {
     /// Refuses an address other machines can reach unless `server.allow_unauthenticated`
     /// is set: without authentication, anyone who reaches the port could run the tools.
     pub fn check_listen_address(&self, addr: std::net::SocketAddr) -> io::Result<()> {
-        if addr.ip().is_loopback() || self.shared.config.server.allow_unauthenticated {
+        if addr.ip().is_loopback() || self.app.config.server.allow_unauthenticated {
             return Ok(());
         }
         Err(io::Error::new(
@@ -154,17 +127,23 @@ impl Server {
 
     /// Live sessions.
     pub fn session_count(&self) -> usize {
-        self.shared.registry.len()
+        self.app.sessions.registry.len()
     }
 
     pub fn config(&self) -> &Config {
-        &self.shared.config
+        &self.app.config
+    }
+
+    /// The publisher of server events, for a watcher or an application that announces
+    /// changes on its own (the same path as [`notify`](Self::notify)).
+    pub fn events(&self) -> Arc<ServerEvents> {
+        Arc::clone(&self.events)
     }
 
     /// Tells every session about a change: list changes go to each GET stream, resource
     /// updates to the sessions subscribed to that URI.
     pub fn notify(&self, event: ServerEvent) {
-        self.shared.publish(event);
+        self.events.publish(event);
     }
 
     /// Replaces everything the server exposes in one atomic swap, then sends every session
@@ -172,17 +151,17 @@ impl Server {
     /// finish on the features they started with. Nothing changes when `set` is invalid.
     pub fn replace_features(&self, set: FeatureSet) -> Result<ListChanges, BuildError> {
         let features = set
-            .into_features(self.shared.config.pagination.page_size)
+            .into_features(self.app.config.pagination.page_size)
             .map_err(BuildError)?;
-        let old = self.shared.features.swap(Arc::new(features));
-        let changes = old.list_changes(&self.shared.features.load());
+        let old = self.features.swap(Arc::new(features));
+        let changes = old.list_changes(&self.features.load());
         for (changed, event) in [
             (changes.tools, ServerEvent::ToolsListChanged),
             (changes.resources, ServerEvent::ResourcesListChanged),
             (changes.prompts, ServerEvent::PromptsListChanged),
         ] {
             if changed {
-                self.shared.publish(event);
+                self.events.publish(event);
             }
         }
         Ok(changes)
@@ -269,52 +248,43 @@ impl ServerBuilder {
             modern.request_state_ttl,
         )
         .map_err(|e| BuildError(vec![format!("modern.request_state_key: {e}")]))?;
-        let (events, _) = broadcast::channel(modern.listen_buffer);
-        let modern_permits = Arc::new(tokio::sync::Semaphore::new(modern.max_in_flight));
-        let initialize_result = initialize_result(&self.config);
-        let registry = SessionRegistry::new(self.config.sessions.max_sessions);
-        let tasks = TaskStore::new(self.config.tasks.clone());
-        let shared = Shared {
-            config: self.config,
-            features: ArcSwap::from_pointee(features),
-            registry,
-            initialize_result,
-            events,
+        let config = Arc::new(self.config);
+        let features = Arc::new(ArcSwap::from_pointee(features));
+        let identity = Arc::new(ServerIdentity::new(&config));
+        let shutdown = CancellationToken::new();
+        let sessions = Arc::new(SessionEnv::new(
+            Arc::clone(&config),
+            Arc::clone(&features),
+            Arc::clone(&identity),
+            shutdown.clone(),
+        ));
+        let events = Arc::new(ServerEvents::new(
+            vec![Arc::clone(&sessions) as Arc<dyn EventSink>],
+            config.modern.listen_buffer,
+        ));
+        let modern = Arc::new(ModernState {
+            config: Arc::clone(&config),
+            features: Arc::clone(&features),
+            identity,
+            events: Arc::clone(&events),
             request_state,
-            shutdown: CancellationToken::new(),
-            listen_streams: AtomicUsize::new(0),
-            tasks,
-            modern_permits,
-        };
+            tasks: TaskStore::new(config.tasks.clone()),
+            listen_permits: Arc::new(Semaphore::new(config.modern.max_listen_streams)),
+            call_permits: Arc::new(Semaphore::new(config.modern.max_in_flight)),
+            shutdown: shutdown.clone(),
+        });
+        let app = Arc::new(AppState {
+            config,
+            sessions,
+            modern,
+        });
         Ok(Server {
-            shared: Arc::new(shared),
+            app,
+            features,
+            events,
+            shutdown,
         })
     }
-}
-
-fn initialize_result(config: &Config) -> Value {
-    let s = &config.server;
-    let mut server_info = json!({ "name": s.name, "version": s.version });
-    if let Some(title) = &s.title {
-        server_info["title"] = json!(title);
-    }
-    if let Some(description) = &s.description {
-        server_info["description"] = json!(description);
-    }
-    let mut result = json!({
-        "capabilities": {
-            "tools": { "listChanged": true },
-            "resources": { "subscribe": true, "listChanged": true },
-            "prompts": { "listChanged": true },
-            "logging": {},
-            "completions": {},
-        },
-        "serverInfo": server_info,
-    });
-    if let Some(instructions) = &s.instructions {
-        result["instructions"] = json!(instructions);
-    }
-    result
 }
 
 async fn shutdown_signal() {

@@ -2,8 +2,9 @@
 //!
 //! Statuses follow `shared/spec/streamable-http-2025.md` §6: 400 for malformed input and a
 //! missing session id, 403 for Origin/Host, 404 for an unknown or ended session, 405, 406,
-//! 413, 415; plus 429 and 503 (with `Retry-After`) for our own limits, and 410 for a
-//! `Last-Event-ID` the replay log no longer covers.
+//! 408, 413, 415; plus 429 and 503 (with `Retry-After`) for our own limits, and 410 for a
+//! `Last-Event-ID` the replay log no longer covers. 2026-07-28 replies map their JSON-RPC
+//! error codes with [`modern_status`]; their refusals convert in `http::modern`.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -58,6 +59,22 @@ impl HttpError {
     }
 }
 
+/// The HTTP status of a JSON-RPC error on the 2026-07-28 path (§2.5 of
+/// `shared/spec/stateless-2026-07-28.md`): the request's own faults are 400 (404 for an
+/// unknown method); errors of a well-formed request travel in a 200 reply.
+pub(crate) fn modern_status(code: i64) -> StatusCode {
+    match code {
+        codes::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        codes::PARSE_ERROR
+        | codes::INVALID_REQUEST
+        | codes::INVALID_PARAMS
+        | codes::HEADER_MISMATCH
+        | codes::MISSING_CLIENT_CAPABILITY
+        | codes::UNSUPPORTED_PROTOCOL_VERSION => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
 impl From<SessionError> for HttpError {
     fn from(e: SessionError) -> Self {
         let message = e.to_string();
@@ -87,6 +104,7 @@ impl From<SessionError> for HttpError {
             SessionError::Replay(ReplayError::Unknown(_)) => {
                 HttpError::new(StatusCode::BAD_REQUEST, codes::INVALID_REQUEST, message)
             }
+            SessionError::Invalid(error) => HttpError::bad_request(error),
         }
     }
 }

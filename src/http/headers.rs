@@ -5,12 +5,18 @@ use axum::http::{HeaderMap, StatusCode, Uri, header};
 
 use crate::config::HttpSection;
 use crate::http::error::HttpError;
-use crate::jsonrpc::codes;
+use crate::jsonrpc::{RpcError, codes};
 use crate::protocol::ProtocolVersion;
+use crate::stateless::envelope::{RoutingField, RoutingFields, mismatch};
 
 pub(crate) const SESSION_ID: &str = "mcp-session-id";
 pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
 pub(crate) const LAST_EVENT_ID: &str = "last-event-id";
+/// The 2026-07-28 routing headers that mirror the body (spec 2026-07-28
+/// `basic/transports/streamable-http.mdx` "Request Metadata").
+const METHOD: &str = "mcp-method";
+const NAME: &str = "mcp-name";
+const PARAM_PREFIX: &str = "mcp-param-";
 
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 
@@ -199,6 +205,37 @@ pub(crate) fn protocol_version(headers: &HeaderMap) -> Result<Option<ProtocolVer
             ),
         )
     })
+}
+
+/// The `MCP-Protocol-Version` value as sent, OWS-trimmed, for routing between the eras.
+pub(crate) fn protocol_version_value(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(PROTOCOL_VERSION)
+        .map(|v| v.to_str().unwrap_or("\u{fffd}").trim_matches([' ', '\t']))
+}
+
+/// The routing fields of a 2026-07-28 request are its `Mcp-*` headers.
+impl RoutingFields for HeaderMap {
+    fn single(&self, field: RoutingField<'_>) -> Result<Option<&str>, RpcError> {
+        let param;
+        let name = match field {
+            RoutingField::ProtocolVersion => PROTOCOL_VERSION,
+            RoutingField::Method => METHOD,
+            RoutingField::Name => NAME,
+            RoutingField::Param(token) => {
+                param = format!("{PARAM_PREFIX}{}", token.to_ascii_lowercase());
+                &param
+            }
+        };
+        let mut values = self.get_all(name).iter();
+        let first = values.next();
+        if values.next().is_some() {
+            return Err(mismatch(format!(
+                "the {name} header is sent more than once"
+            )));
+        }
+        Ok(first.map(|v| v.to_str().unwrap_or("\u{fffd}").trim_matches([' ', '\t'])))
+    }
 }
 
 pub(crate) fn session_id(headers: &HeaderMap) -> Option<&str> {

@@ -7,6 +7,7 @@
 pub(crate) mod connections;
 pub(crate) mod error;
 pub(crate) mod headers;
+mod modern;
 pub(crate) mod post;
 pub(crate) mod reply;
 
@@ -20,32 +21,40 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get};
 
-use crate::server::Shared;
-use crate::session::SessionError;
+use crate::config::Config;
+use crate::session::{SessionEnv, SessionError};
+use crate::stateless::ModernState;
 use error::HttpError;
+
+/// The router's state: each path's own state, composed by the server.
+pub(crate) struct AppState {
+    pub config: Arc<Config>,
+    pub sessions: Arc<SessionEnv>,
+    pub modern: Arc<ModernState>,
+}
 
 const ALLOW: &str = "GET, POST, DELETE";
 
 /// The router serving the MCP endpoint at the configured path.
-pub(crate) fn router(shared: Arc<Shared>) -> Router {
-    let endpoint: MethodRouter<Arc<Shared>> = get(open_stream)
+pub(crate) fn router(state: Arc<AppState>) -> Router {
+    let endpoint: MethodRouter<Arc<AppState>> = get(open_stream)
         .post(post::post)
         .delete(delete_session)
         .fallback(|| async { HttpError::method_not_allowed(ALLOW).into_response() });
-    let path = shared.config.server.path.clone();
-    let mut router = Router::new().route(&path, endpoint);
-    if !shared.config.server.health_path.is_empty() {
-        router = router.route(&shared.config.server.health_path, get(health));
+    let server = &state.config.server;
+    let mut router = Router::new().route(&server.path, endpoint);
+    if !server.health_path.is_empty() {
+        router = router.route(&server.health_path, get(health));
     }
-    router.with_state(shared)
+    router.with_state(state)
 }
 
 /// The health probe: `{"status":"ok"}`, behind the same Host and Origin checks as the
 /// endpoint. A client on this machine (an operator, a local supervisor) also gets the session
 /// and listen-stream counts; a remote one does not learn how busy the server is.
-async fn health(State(shared): State<Arc<Shared>>, request: axum::extract::Request) -> Response {
+async fn health(State(state): State<Arc<AppState>>, request: axum::extract::Request) -> Response {
     if let Err(e) =
-        headers::check_host_and_origin(request.headers(), request.uri(), &shared.config.http)
+        headers::check_host_and_origin(request.headers(), request.uri(), &state.config.http)
     {
         return e.into_response();
     }
@@ -56,17 +65,16 @@ async fn health(State(shared): State<Arc<Shared>>, request: axum::extract::Reque
     if !local {
         return axum::Json(serde_json::json!({ "status": "ok" })).into_response();
     }
-    let listen = shared
-        .listen_streams
-        .load(std::sync::atomic::Ordering::Relaxed);
-    axum::Json(serde_json::json!({ "status": "ok", "sessions": shared.registry.len(), "listenStreams": listen }))
+    let sessions = state.sessions.registry.len();
+    let listen = state.modern.listen_streams();
+    axum::Json(serde_json::json!({ "status": "ok", "sessions": sessions, "listenStreams": listen }))
         .into_response()
 }
 
 /// GET and DELETE do not exist in 2026-07-28: 405 with `Allow: POST` (spec 2026-07-28
 /// streamable-http, "Earlier Streamable HTTP Revisions").
 fn reject_modern(headers: &HeaderMap) -> Result<(), HttpError> {
-    if crate::stateless::is_modern_header(headers) {
+    if headers::protocol_version_value(headers).is_some_and(crate::stateless::takes_version) {
         return Err(HttpError::method_not_allowed("POST"));
     }
     Ok(())
@@ -74,15 +82,19 @@ fn reject_modern(headers: &HeaderMap) -> Result<(), HttpError> {
 
 /// GET: the standalone SSE stream, or the resumption of any stream with `Last-Event-ID`
 /// (spec "Listening for Messages from the Server", "Resumability and Redelivery").
-async fn open_stream(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap) -> Response {
+async fn open_stream(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap) -> Response {
     let run = async {
-        let config = &shared.config.http;
+        let config = &state.config.http;
         headers::check_host_and_origin(&headers, &uri, config)?;
         reject_modern(&headers)?;
         headers::check_get_accept(&headers)?;
         headers::protocol_version(&headers)?;
         let id = headers::require_session_id(&headers)?;
-        let handle = shared.registry.get(id).ok_or(SessionError::NotFound)?;
+        let handle = state
+            .sessions
+            .registry
+            .get(id)
+            .ok_or(SessionError::NotFound)?;
         let attachment = handle.open_stream(headers::last_event_id(&headers)).await?;
         Ok::<_, HttpError>(reply::sse_response(attachment, config))
     };
@@ -91,16 +103,20 @@ async fn open_stream(State(shared): State<Arc<Shared>>, uri: Uri, headers: Heade
 
 /// DELETE: ends the session. Later requests with its id get 404.
 async fn delete_session(
-    State(shared): State<Arc<Shared>>,
+    State(state): State<Arc<AppState>>,
     uri: Uri,
     headers: HeaderMap,
 ) -> Response {
     let run = async {
-        headers::check_host_and_origin(&headers, &uri, &shared.config.http)?;
+        headers::check_host_and_origin(&headers, &uri, &state.config.http)?;
         reject_modern(&headers)?;
         headers::protocol_version(&headers)?;
         let id = headers::require_session_id(&headers)?;
-        let handle = shared.registry.get(id).ok_or(SessionError::NotFound)?;
+        let handle = state
+            .sessions
+            .registry
+            .get(id)
+            .ok_or(SessionError::NotFound)?;
         handle.delete().await?;
         Ok::<_, HttpError>(StatusCode::OK.into_response())
     };

@@ -7,38 +7,52 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
 
 use crate::http::error::HttpError;
-use crate::http::{headers, reply};
-use crate::jsonrpc::{self, Message, Request, RpcError, codes};
-use crate::protocol::{ClientInfo, ProtocolVersion};
-use crate::server::Shared;
+use crate::http::{AppState, headers, modern, reply};
+use crate::jsonrpc::{self, Message, RpcError, codes};
 use crate::session::{self, actor::PostOutcome};
 use crate::stateless;
 
 pub(crate) async fn post(
-    State(shared): State<Arc<Shared>>,
+    State(state): State<Arc<AppState>>,
     request: axum::extract::Request,
 ) -> Response {
     // The request is taken whole so its headers are read in place: the `HeaderMap` and
     // `Uri` extractors would copy them on every call.
     let (parts, body) = request.into_parts();
-    match handle_post(&shared, &parts.uri, &parts.headers, body).await {
+    match handle_post(&state, &parts.uri, &parts.headers, body).await {
         Ok(response) => response,
         Err(e) => e.into_response(),
     }
 }
 
+/// Whether a POST belongs to the stateless 2026-07-28 path (`shared/spec/stateless-2026-07-28.md`
+/// §1.4): a `MCP-Protocol-Version` that is no handshake revision, or, without that header and
+/// without a session, a single non-initialize request claiming the revision in `_meta`.
+fn is_modern_post(headers: &HeaderMap, session_id: Option<&str>, body: &jsonrpc::Body) -> bool {
+    if let Some(version) = headers::protocol_version_value(headers) {
+        return stateless::takes_version(version);
+    }
+    match body {
+        jsonrpc::Body::Single(Message::Request(r)) => {
+            session_id.is_none() && stateless::claims_modern(&r.method, r.params.as_ref())
+        }
+        _ => false,
+    }
+}
+
 async fn handle_post(
-    shared: &Arc<Shared>,
+    state: &Arc<AppState>,
     uri: &Uri,
     headers: &HeaderMap,
     body: Body,
 ) -> Result<Response, HttpError> {
-    let config = &shared.config.http;
+    let config = &state.config.http;
     headers::check_host_and_origin(headers, uri, config)?;
-    if stateless::is_modern_header(headers) {
+    let modern_header =
+        headers::protocol_version_value(headers).is_some_and(stateless::takes_version);
+    if modern_header {
         headers::check_json_accept(headers)?;
     } else {
         headers::check_post_accept(headers)?;
@@ -61,14 +75,20 @@ async fn handle_post(
     })??;
     let decoded = match jsonrpc::decode_body(&bytes) {
         Ok(decoded) => decoded,
-        Err(e) if stateless::is_modern_header(headers) => {
-            return Ok(stateless::error_reply(None, e));
+        Err(e) if modern_header => {
+            return Ok(modern::respond(stateless::Reply::error(None, e), config));
         }
         Err(e) => return Err(HttpError::bad_request(e)),
     };
     let session_id = headers::session_id(headers);
-    if stateless::is_modern_post(headers, session_id, &decoded) {
-        return Ok(stateless::serve_post(shared, headers, decoded).await);
+    if is_modern_post(headers, session_id, &decoded) {
+        let transport = stateless::Transport {
+            fields: headers,
+            version: headers::protocol_version_value(headers),
+            accepts_stream: headers::check_get_accept(headers).is_ok(),
+        };
+        let reply = stateless::serve(&state.modern, transport, decoded).await;
+        return Ok(modern::respond(reply, config));
     }
     headers::protocol_version(headers)?;
     let is_batch = matches!(decoded, jsonrpc::Body::Batch(_));
@@ -84,7 +104,8 @@ async fn handle_post(
             )));
         }
         if let Some(id) = session_id {
-            shared
+            state
+                .sessions
                 .registry
                 .get(id)
                 .ok_or(session::SessionError::NotFound)?;
@@ -97,11 +118,25 @@ async fn handle_post(
                 "initialize must be a request",
             )));
         };
-        return initialize_session(shared, request);
+        let (handle, body) = session::initialize(&state.sessions, &request)?;
+        let mut response = (
+            StatusCode::OK,
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            body,
+        )
+            .into_response();
+        if let Ok(value) = HeaderValue::from_str(&handle.id) {
+            response.headers_mut().insert(headers::SESSION_ID, value);
+        }
+        return Ok(response);
     }
 
     let id = headers::require_session_id(headers)?;
-    let handle = shared
+    let handle = state
+        .sessions
         .registry
         .get(id)
         .ok_or(session::SessionError::NotFound)?;
@@ -192,52 +227,4 @@ async fn drain(body: &mut Body) {
     };
     let drained = tokio::time::timeout(DRAIN_TIME, discard).await;
     tracing::debug!(?drained, "oversized body drained");
-}
-
-/// Answers `initialize` and starts the session (spec `basic/lifecycle.mdx`).
-fn initialize_session(shared: &Arc<Shared>, request: Request) -> Result<Response, HttpError> {
-    let params = jsonrpc::params_object(request.params.as_ref()).map_err(HttpError::bad_request)?;
-    let requested = params
-        .get("protocolVersion")
-        .and_then(Value::as_str)
-        .ok_or_else(|| {
-            HttpError::bad_request(RpcError::invalid_params(
-                "initialize needs a string `protocolVersion`",
-            ))
-        })?;
-    // A supported revision is answered as asked; any other gets our latest, and the client
-    // decides whether it can speak it.
-    let version = ProtocolVersion::parse(requested).unwrap_or(ProtocolVersion::LATEST);
-    let client = ClientInfo {
-        implementation: params.get("clientInfo").cloned().unwrap_or(Value::Null),
-        capabilities: params
-            .get("capabilities")
-            .cloned()
-            .unwrap_or_else(|| json!({})),
-        protocol_version: Some(version),
-    };
-    let client_name = client
-        .implementation
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or("?")
-        .to_string();
-    let handle = session::start(shared, version, client)?;
-    tracing::info!(session = %handle.id, client = %client_name, requested, %version, "initialize");
-    let mut result = shared.initialize_result.clone();
-    result["protocolVersion"] = json!(version.as_str());
-    let body = jsonrpc::encode_response(Some(&request.id), &Ok(result));
-    let mut response = (
-        StatusCode::OK,
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        body,
-    )
-        .into_response();
-    if let Ok(value) = HeaderValue::from_str(&handle.id) {
-        response.headers_mut().insert(headers::SESSION_ID, value);
-    }
-    Ok(response)
 }

@@ -123,6 +123,26 @@ pub(crate) fn sse_response(attachment: Attachment, config: &HttpSection) -> Resp
     sse_headers(Body::new(body))
 }
 
+/// An SSE reply of messages without event ids (2026-07-28), with keep-alive comments.
+pub(crate) fn sse_of_messages(
+    messages: futures_util::stream::BoxStream<'static, Bytes>,
+    config: &HttpSection,
+) -> Response {
+    let events = messages.map(|data| {
+        Ok::<_, Infallible>(Sse {
+            id: None,
+            // Payloads are serde_json output, hence valid UTF-8 on one line.
+            data: Some(String::from_utf8_lossy(&data).into_owned()),
+            retry: None,
+            event: None,
+        })
+    });
+    let keep_alive = KeepAlive::new().interval(config.sse_keep_alive);
+    sse_headers(Body::new(SseBody::<_, TokioTimer>::new_keep_alive(
+        events, keep_alive,
+    )))
+}
+
 fn to_sse(event: OutEvent) -> Sse {
     let id = event.event_id();
     // Payloads are serde_json output, hence valid UTF-8 on one line.
@@ -135,7 +155,7 @@ fn to_sse(event: OutEvent) -> Sse {
     }
 }
 
-pub(crate) fn sse_headers(body: Body) -> Response {
+fn sse_headers(body: Body) -> Response {
     let mut response = Response::new(body);
     let headers = response.headers_mut();
     headers.insert(
@@ -148,7 +168,7 @@ pub(crate) fn sse_headers(body: Body) -> Response {
 }
 
 /// The keep-alive timer for `sse-stream`, on tokio's clock.
-pub(crate) struct TokioTimer(Pin<Box<tokio::time::Sleep>>);
+struct TokioTimer(Pin<Box<tokio::time::Sleep>>);
 
 impl Future for TokioTimer {
     type Output = ();

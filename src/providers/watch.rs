@@ -19,8 +19,7 @@ use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
 use super::files::DirRoot;
-use crate::server::Server;
-use crate::session::actor::ServerEvent;
+use crate::events::{ServerEvent, ServerEvents};
 
 /// How long events are gathered before the notifications go out.
 const GATHER: Duration = Duration::from_millis(50);
@@ -65,10 +64,10 @@ impl Drop for ResourceWatcher {
 }
 
 impl ResourceWatcher {
-    /// Starts watching `targets`, publishing updates to `server`. `None` when there is
+    /// Starts watching `targets`, publishing updates to `events`. `None` when there is
     /// nothing to watch. A path that cannot be watched is logged and skipped: the
     /// resources still serve, only their update notifications are missing.
-    pub fn start(server: Server, targets: Vec<WatchTarget>) -> Option<ResourceWatcher> {
+    pub fn start(events: Arc<ServerEvents>, targets: Vec<WatchTarget>) -> Option<ResourceWatcher> {
         if targets.is_empty() {
             return None;
         }
@@ -105,7 +104,7 @@ impl ResourceWatcher {
                 tracing::error!(path = %path.display(), error = %e, "cannot watch; resources/updated will not be sent for it");
             }
         }
-        let task = tokio::spawn(forward(server, targets, rx));
+        let task = tokio::spawn(forward(events, targets, rx));
         Some(ResourceWatcher {
             _watcher: watcher,
             task,
@@ -113,7 +112,11 @@ impl ResourceWatcher {
     }
 }
 
-async fn forward(server: Server, targets: Vec<WatchTarget>, mut rx: mpsc::Receiver<PathBuf>) {
+async fn forward(
+    events: Arc<ServerEvents>,
+    targets: Vec<WatchTarget>,
+    mut rx: mpsc::Receiver<PathBuf>,
+) {
     while let Some(first) = rx.recv().await {
         let mut changed = BTreeSet::from([first]);
         let deadline = tokio::time::Instant::now() + GATHER;
@@ -126,7 +129,7 @@ async fn forward(server: Server, targets: Vec<WatchTarget>, mut rx: mpsc::Receiv
             .collect();
         for uri in uris {
             tracing::debug!(%uri, "resource changed");
-            server.notify(ServerEvent::ResourceUpdated { uri });
+            events.publish(ServerEvent::ResourceUpdated { uri });
         }
     }
 }

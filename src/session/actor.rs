@@ -13,14 +13,12 @@
 //! own registry entry.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use futures_util::FutureExt;
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, mpsc, oneshot};
 use tokio::task::AbortHandle;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
@@ -28,28 +26,20 @@ use tracing::{debug, info};
 
 use crate::config::ResponseMode;
 use crate::context::{ClientLink, ClientRequestError, RequestContext};
-use crate::dispatch::dispatch;
+use crate::dispatch::methods::answered_by_session_actor;
+use crate::dispatch::run_guarded;
+use crate::events::ServerEvent;
 use crate::jsonrpc::{
     self, Message, Notification, Request, RequestId, Response, RpcError, params_object,
 };
 use crate::log_limit::warn_limited;
 use crate::protocol::{ClientInfo, LogLevel, ProtocolVersion};
-use crate::server::Shared;
-use crate::session::SessionError;
 use crate::session::handle::SessionLink;
 use crate::session::pending::{Answer, PendingClientRequests};
 use crate::session::streams::{Attachment, GET_STREAM, Stream, StreamId};
+use crate::session::{SessionEnv, SessionError};
 
 mod outbound;
-
-/// Server-wide events delivered to every session.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ServerEvent {
-    ToolsListChanged,
-    ResourcesListChanged,
-    PromptsListChanged,
-    ResourceUpdated { uri: String },
-}
 
 /// The actor's mailbox messages.
 pub(crate) enum SessionMsg {
@@ -132,11 +122,14 @@ pub(crate) struct SessionActor {
     id: Arc<str>,
     version: ProtocolVersion,
     client: Arc<ClientInfo>,
-    shared: Arc<Shared>,
+    env: Arc<SessionEnv>,
     rx: mpsc::Receiver<SessionMsg>,
+    /// The handlers' way back to this actor. It holds only a weak sender to the mailbox, so
+    /// the actor ends when its last handle is gone; a running handler holds a strong one.
     link: Arc<dyn ClientLink>,
-    /// A sender to this actor's own mailbox, for the handler tasks it spawns.
-    link_tx: mpsc::Sender<SessionMsg>,
+    self_tx: mpsc::WeakSender<SessionMsg>,
+    /// This session's slot among `sessions.max_sessions`, freed when the actor ends.
+    _slot: OwnedSemaphorePermit,
     initialized: bool,
     log_level: Option<LogLevel>,
     in_flight: HashMap<RequestId, InFlight>,
@@ -149,37 +142,29 @@ pub(crate) struct SessionActor {
     idle_deadline: Instant,
 }
 
-/// Methods the actor answers at once, without spawning a handler.
-fn answered_by_actor(method: &str) -> bool {
-    matches!(
-        method,
-        "initialize"
-            | "ping"
-            | "logging/setLevel"
-            | "resources/subscribe"
-            | "resources/unsubscribe"
-    )
-}
-
 impl SessionActor {
     pub fn new(
         id: Arc<str>,
         version: ProtocolVersion,
         client: Arc<ClientInfo>,
-        shared: Arc<Shared>,
+        env: Arc<SessionEnv>,
         rx: mpsc::Receiver<SessionMsg>,
-        tx: mpsc::Sender<SessionMsg>,
+        self_tx: mpsc::WeakSender<SessionMsg>,
+        slot: OwnedSemaphorePermit,
     ) -> Self {
         let now = Instant::now();
-        let idle_deadline = now + shared.config.sessions.idle_ttl;
+        let idle_deadline = now + env.config.sessions.idle_ttl;
         SessionActor {
             id,
             version,
             client,
-            shared,
+            env,
             rx,
-            link: Arc::new(SessionLink { tx: tx.clone() }),
-            link_tx: tx,
+            link: Arc::new(SessionLink {
+                tx: self_tx.clone(),
+            }),
+            self_tx,
+            _slot: slot,
             initialized: false,
             log_level: None,
             in_flight: HashMap::new(),
@@ -200,9 +185,8 @@ impl SessionActor {
         let reason = loop {
             tokio::select! {
                 msg = self.rx.recv() => {
-                    // The actor keeps a sender for its handlers, so `None` cannot happen
-                    // while it runs; treat it as a stop all the same.
-                    let Some(msg) = msg else { break "mailbox closed" };
+                    // Every handle and every running handler is gone.
+                    let Some(msg) = msg else { break "no handle left" };
                     if let Flow::Stop(reason) = self.handle(msg) {
                         break reason;
                     }
@@ -300,12 +284,12 @@ impl SessionActor {
         if requests.is_empty() {
             return Ok(PostOutcome::Accepted);
         }
-        let limit = self.shared.config.sessions.max_in_flight;
+        let limit = self.env.config.sessions.max_in_flight;
         // Requests the actor answers itself take no slot: a busy session still answers
         // `ping`, and cancellations (notifications) already went through above.
         let spawned = requests
             .iter()
-            .filter(|r| !answered_by_actor(&r.method))
+            .filter(|r| !answered_by_session_actor(&r.method))
             .count();
         if spawned > 0 && self.in_flight.len() + spawned > limit {
             debug!(session = %self.id, limit, "request refused: too many requests in flight");
@@ -313,11 +297,11 @@ impl SessionActor {
         }
         let stream_id = self.next_stream;
         self.next_stream += 1;
-        let mode = self.shared.config.http.response_mode;
+        let mode = self.env.config.http.response_mode;
         let mut stream = Stream::new(requests.len() as u32, mode == ResponseMode::Sse);
         // Room for every immediate answer of a batch, so none can overflow the new channel.
         let buffer = self
-            .shared
+            .env
             .config
             .http
             .sse_connection_buffer
@@ -348,11 +332,8 @@ impl SessionActor {
             ));
             return self.answer(stream, &id, Err(error));
         }
-        // Keep in step with `answered_by_actor`.
+        // The methods the table marks as answered by the session actor.
         let immediate = match method.as_str() {
-            "initialize" => Some(Err(RpcError::invalid_request(
-                "this session is already initialized; send initialize without Mcp-Session-Id to start a new one",
-            ))),
             "ping" => Some(Ok(json!({}))),
             "logging/setLevel" => Some(self.set_log_level(params.as_ref())),
             "resources/subscribe" => Some(self.subscribe(params.as_ref(), true)),
@@ -387,23 +368,16 @@ impl SessionActor {
             cancel.clone(),
             Arc::clone(&self.link),
         );
-        // The task keeps the features it started with: a reload swaps `shared.features`
+        // The task keeps the features it started with: a reload swaps `env.features`
         // for later requests, never under a running call.
-        let features = self.shared.features.load_full();
-        let tx = self.link_tx.clone();
+        let features = self.env.features.load_full();
+        // The actor is running, so its mailbox is open and the upgrade succeeds.
+        let Some(tx) = self.self_tx.upgrade() else {
+            return;
+        };
         let task_id = id.clone();
-        let session = Arc::clone(&self.id);
         let task = tokio::spawn(async move {
-            let work = dispatch(&features, ctx, &method, params);
-            let outcome = AssertUnwindSafe(work)
-                .catch_unwind()
-                .await
-                .unwrap_or_else(|_| {
-                    warn_limited!(%session, %method, request_id = %task_id, "handler panicked");
-                    Err(RpcError::internal(format!(
-                        "the handler of {method} failed unexpectedly"
-                    )))
-                });
+            let outcome = run_guarded(&features, ctx, &method, params).await;
             let response = jsonrpc::encode_response(Some(&task_id), &outcome);
             let _ = tx
                 .send(SessionMsg::Finished(Box::new(FinishedMsg {
@@ -427,7 +401,7 @@ impl SessionActor {
     /// 2025-11-25 clients learn an event id before any message (the priming event), and a
     /// JSON-only reply has no stream to resume, so elsewhere the request is left alone.
     fn close_for_polling(&mut self, origin: &RequestId) {
-        let json_only = self.shared.config.http.response_mode == ResponseMode::Json;
+        let json_only = self.env.config.http.response_mode == ResponseMode::Json;
         if json_only || !self.version.sends_priming_event() {
             debug!(session = %self.id, request_id = %origin, "close_sse_stream ignored: the client could not resume");
             return;
@@ -472,7 +446,7 @@ impl SessionActor {
                 }
             }
             "notifications/progress" => {
-                let config = &self.shared.config.client_requests;
+                let config = &self.env.config.client_requests;
                 if config.reset_timeout_on_progress {
                     let token = n
                         .params
@@ -527,7 +501,7 @@ impl SessionActor {
         let params = params_object(params)?;
         let uri = crate::features::required_str(params, "uri")?;
         if on {
-            if !self.shared.features.load().knows_resource(uri) {
+            if !self.env.features.load().knows_resource(uri) {
                 return Err(RpcError::from(
                     crate::features::resources::ResourceError::NotFound(uri.into()),
                 ));
@@ -544,7 +518,7 @@ impl SessionActor {
     fn on_timer(&mut self) -> Flow {
         let now = Instant::now();
         for (id, entry) in self.pending.take_expired(now) {
-            let waited = self.shared.config.client_requests.timeout;
+            let waited = self.env.config.client_requests.timeout;
             warn_limited!(session = %self.id, request_id = %id, "server→client request timed out");
             let _ = entry
                 .respond_to
@@ -558,7 +532,7 @@ impl SessionActor {
             }
         }
         if now >= self.idle_deadline {
-            let ttl = self.shared.config.sessions.idle_ttl;
+            let ttl = self.env.config.sessions.idle_ttl;
             let busy = !self.in_flight.is_empty()
                 || !self.pending.is_empty()
                 || self.streams.values().any(Stream::has_live_connection);
@@ -574,7 +548,7 @@ impl SessionActor {
     }
 
     fn end(mut self, reason: &'static str) {
-        let shutting_down = self.shared.shutdown.is_cancelled();
+        let shutting_down = self.env.shutdown.is_cancelled();
         for (id, flight) in std::mem::take(&mut self.in_flight) {
             flight.cancel.cancel();
             flight.abort.abort();
@@ -596,7 +570,7 @@ impl SessionActor {
                 .send(Err(ClientRequestError::SessionClosed));
         }
         self.streams.clear();
-        self.shared.registry.remove(&self.id);
+        self.env.registry.remove(&self.id);
         info!(session = %self.id, reason, "session ended");
     }
 }

@@ -13,6 +13,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::context::{ClientLink, ClientRequestError};
+use crate::events::ServerEvent;
 use crate::jsonrpc::{Message, RequestId};
 use crate::log_limit::warn_limited;
 use crate::protocol::{LogLevel, ProtocolVersion};
@@ -77,9 +78,17 @@ impl SessionHandle {
             .await
     }
 
-    /// Fire-and-forget delivery for broadcasts: a full mailbox drops the message.
-    pub fn try_tell(&self, msg: SessionMsg) -> bool {
-        self.tx.try_send(msg).is_ok()
+    /// Hands the session a server event without waiting; `false` when its mailbox is full
+    /// (the event is dropped for this session: one stuck session must not hold up others).
+    pub fn broadcast(&self, event: &Arc<ServerEvent>) -> bool {
+        self.tx
+            .try_send(SessionMsg::Broadcast(Arc::clone(event)))
+            .is_ok()
+    }
+
+    /// Asks the session to end (server shutdown) without waiting.
+    pub fn shutdown(&self) {
+        let _ = self.tx.try_send(SessionMsg::Shutdown);
     }
 
     async fn ask<T>(
@@ -107,9 +116,11 @@ impl SessionHandle {
     }
 }
 
-/// The [`ClientLink`] of handshake-era requests: messages to the session actor.
+/// The [`ClientLink`] of handshake-era requests: messages to the session actor. The sender
+/// is weak because the actor itself keeps this link: a handler's message is sent only while
+/// the session lives.
 pub(crate) struct SessionLink {
-    pub tx: mpsc::Sender<SessionMsg>,
+    pub tx: mpsc::WeakSender<SessionMsg>,
 }
 
 impl ClientLink for SessionLink {
@@ -127,7 +138,9 @@ impl ClientLink for SessionLink {
             level,
         }));
         Box::pin(async move {
-            let _ = self.tx.send(msg).await;
+            if let Some(tx) = self.tx.upgrade() {
+                let _ = tx.send(msg).await;
+            }
         })
     }
 
@@ -147,8 +160,8 @@ impl ClientLink for SessionLink {
                 params,
                 respond_to,
             }));
-            self.tx
-                .send(msg)
+            let tx = self.tx.upgrade().ok_or(ClientRequestError::SessionClosed)?;
+            tx.send(msg)
                 .await
                 .map_err(|_| ClientRequestError::SessionClosed)?;
             answer
@@ -160,7 +173,9 @@ impl ClientLink for SessionLink {
     fn close_stream(&self, origin: &RequestId) -> BoxFuture<'_, ()> {
         let msg = SessionMsg::CloseStream(Box::new(origin.clone()));
         Box::pin(async move {
-            let _ = self.tx.send(msg).await;
+            if let Some(tx) = self.tx.upgrade() {
+                let _ = tx.send(msg).await;
+            }
         })
     }
 }

@@ -17,12 +17,57 @@ pub mod streams;
 
 use std::sync::Arc;
 
+use arc_swap::ArcSwap;
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
+use crate::config::Config;
+use crate::dispatch::identity::ServerIdentity;
+use crate::events::{EventSink, ServerEvent};
+use crate::features::Features;
+use crate::jsonrpc::{self, RpcError};
 use crate::protocol::{ClientInfo, ProtocolVersion};
-use crate::server::Shared;
 use handle::SessionHandle;
+use registry::SessionRegistry;
 use streams::ReplayError;
+
+/// What the session layer owns, server-wide: the registry of live sessions and what every
+/// session actor reads.
+pub(crate) struct SessionEnv {
+    pub config: Arc<Config>,
+    /// What the server exposes; a reload swaps it whole. Handler tasks take their own `Arc`.
+    pub features: Arc<ArcSwap<Features>>,
+    pub identity: Arc<ServerIdentity>,
+    pub registry: SessionRegistry,
+    /// Cancelled when the server shuts down: actors then answer what they abort.
+    pub shutdown: CancellationToken,
+}
+
+impl SessionEnv {
+    pub fn new(
+        config: Arc<Config>,
+        features: Arc<ArcSwap<Features>>,
+        identity: Arc<ServerIdentity>,
+        shutdown: CancellationToken,
+    ) -> Self {
+        let registry = SessionRegistry::new(config.sessions.max_sessions);
+        SessionEnv {
+            config,
+            features,
+            identity,
+            registry,
+            shutdown,
+        }
+    }
+}
+
+/// Server events reach every session's mailbox.
+impl EventSink for SessionEnv {
+    fn deliver(&self, event: &Arc<ServerEvent>) {
+        self.registry.broadcast(event);
+    }
+}
 
 /// Why a session could not serve an HTTP request. The HTTP layer maps each to a status.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -39,6 +84,9 @@ pub(crate) enum SessionError {
     TooManySessions { limit: usize },
     #[error(transparent)]
     Replay(#[from] ReplayError),
+    /// The request cannot open a session (malformed `initialize`).
+    #[error("{}", .0.message)]
+    Invalid(RpcError),
 }
 
 /// Mints a session id: 128 bits from the OS CSPRNG (UUIDv4), as 32 hex digits, prefixed with
@@ -52,25 +100,73 @@ fn mint_session_id(node_id: &str) -> Arc<str> {
     }
 }
 
-/// Starts a session actor for a client that has just been answered `initialize`, and
-/// registers it. The session is live, and accepts every request, from this moment on.
-pub(crate) fn start(
-    shared: &Arc<Shared>,
+/// Answers `initialize` (spec `basic/lifecycle.mdx`) and starts the session: the handle and
+/// the encoded response. The session is live, and accepts every request, from this moment.
+pub(crate) fn initialize(
+    env: &Arc<SessionEnv>,
+    request: &jsonrpc::Request,
+) -> Result<(SessionHandle, bytes::Bytes), SessionError> {
+    let params = jsonrpc::params_object(request.params.as_ref()).map_err(SessionError::Invalid)?;
+    let requested = params
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            SessionError::Invalid(RpcError::invalid_params(
+                "initialize needs a string `protocolVersion`",
+            ))
+        })?;
+    // A supported revision is answered as asked; any other gets our latest, and the client
+    // decides whether it can speak it.
+    let version = ProtocolVersion::parse(requested).unwrap_or(ProtocolVersion::LATEST);
+    let client = ClientInfo {
+        implementation: params.get("clientInfo").cloned().unwrap_or(Value::Null),
+        capabilities: params
+            .get("capabilities")
+            .cloned()
+            .unwrap_or_else(|| json!({})),
+        protocol_version: Some(version),
+    };
+    let client_name = client
+        .implementation
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("?")
+        .to_string();
+    let handle = start(env, version, client)?;
+    tracing::info!(session = %handle.id, client = %client_name, requested, %version, "initialize");
+    let result = env.identity.initialize_result(version.as_str());
+    Ok((
+        handle,
+        jsonrpc::encode_response(Some(&request.id), &Ok(result)),
+    ))
+}
+
+/// Starts a session actor for a client that is being answered `initialize`, and registers it.
+fn start(
+    env: &Arc<SessionEnv>,
     version: ProtocolVersion,
     client: ClientInfo,
 ) -> Result<SessionHandle, SessionError> {
-    let sessions = &shared.config.sessions;
-    shared
+    let sessions = &env.config.sessions;
+    let slot = env
         .registry
         .reserve()
         .map_err(|_| SessionError::TooManySessions {
-            limit: shared.registry.max(),
+            limit: env.registry.max(),
         })?;
-    let id = mint_session_id(&shared.config.server.node_id);
+    let id = mint_session_id(&env.config.server.node_id);
     let (tx, rx) = mpsc::channel(sessions.mailbox_capacity);
     let handle = SessionHandle::new(Arc::clone(&id), version, tx.clone(), sessions.mailbox_wait);
-    shared.registry.insert(handle.clone());
-    let actor = actor::SessionActor::new(id, version, Arc::new(client), Arc::clone(shared), rx, tx);
+    env.registry.insert(handle.clone());
+    let actor = actor::SessionActor::new(
+        id,
+        version,
+        Arc::new(client),
+        Arc::clone(env),
+        rx,
+        tx.downgrade(),
+        slot,
+    );
     tokio::spawn(actor.run());
     Ok(handle)
 }

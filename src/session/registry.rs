@@ -6,19 +6,20 @@
 //! there is no path that re-inserts an old id.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dashmap::DashMap;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::events::ServerEvent;
 use crate::log_limit::warn_limited;
-use crate::session::actor::{ServerEvent, SessionMsg};
 use crate::session::handle::SessionHandle;
 
 #[derive(Debug)]
 pub(crate) struct SessionRegistry {
     sessions: DashMap<Arc<str>, SessionHandle>,
-    /// Slots taken, counted separately so concurrent `initialize`s cannot overshoot the cap.
-    reserved: AtomicUsize,
+    /// One permit per live session, taken before its id is minted and held by its actor, so
+    /// concurrent `initialize`s cannot overshoot the cap.
+    slots: Arc<Semaphore>,
     max: usize,
 }
 
@@ -30,7 +31,7 @@ impl SessionRegistry {
     pub fn new(max: usize) -> Self {
         SessionRegistry {
             sessions: DashMap::new(),
-            reserved: AtomicUsize::new(0),
+            slots: Arc::new(Semaphore::new(max)),
             max,
         }
     }
@@ -39,31 +40,22 @@ impl SessionRegistry {
         self.sessions.get(id).map(|h| h.value().clone())
     }
 
-    /// Takes a slot for a new session, or fails at the cap.
-    pub fn reserve(&self) -> Result<(), RegistryFull> {
-        self.reserved
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < self.max).then_some(n + 1)
-            })
-            .map(|_| ())
+    /// Takes a slot for a new session, or fails at the cap. The slot frees when the permit
+    /// drops: with the actor, or at once if the session never starts.
+    pub fn reserve(&self) -> Result<OwnedSemaphorePermit, RegistryFull> {
+        Arc::clone(&self.slots)
+            .try_acquire_owned()
             .map_err(|_| RegistryFull)
     }
 
-    /// Gives back a slot taken by [`reserve`](Self::reserve) that was not used.
-    pub fn release(&self) {
-        self.reserved.fetch_sub(1, Ordering::AcqRel);
-    }
-
-    /// Inserts a session into a reserved slot.
+    /// Inserts a session that holds a reserved slot.
     pub fn insert(&self, handle: SessionHandle) {
         self.sessions.insert(Arc::clone(&handle.id), handle);
     }
 
-    /// Removes a session and frees its slot. Called by the session actor as it ends.
+    /// Removes a session. Called by the session actor as it ends.
     pub fn remove(&self, id: &str) {
-        if self.sessions.remove(id).is_some() {
-            self.release();
-        }
+        self.sessions.remove(id);
     }
 
     pub fn len(&self) -> usize {
@@ -78,10 +70,7 @@ impl SessionRegistry {
     /// (logged), because one stuck session must not hold up the others.
     pub fn broadcast(&self, event: &Arc<ServerEvent>) {
         for entry in self.sessions.iter() {
-            if !entry
-                .value()
-                .try_tell(SessionMsg::Broadcast(Arc::clone(event)))
-            {
+            if !entry.value().broadcast(event) {
                 warn_limited!(session = %entry.key(), ?event, "session mailbox full; server event dropped");
             }
         }
@@ -90,7 +79,7 @@ impl SessionRegistry {
     /// Asks every session to end (graceful shutdown).
     pub fn shutdown_all(&self) {
         for entry in self.sessions.iter() {
-            entry.value().try_tell(SessionMsg::Shutdown);
+            entry.value().shutdown();
         }
     }
 }

@@ -8,7 +8,6 @@
 //! -32602, header/body disagreement -32020, unsupported version -32022, `Mcp-Param-*`
 //! disagreement -32020.
 
-use axum::http::HeaderMap;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value, json};
@@ -22,10 +21,23 @@ pub(crate) const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clien
 pub(crate) const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 pub(crate) const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 
-const HEADER_PROTOCOL_VERSION: &str = "mcp-protocol-version";
-const HEADER_METHOD: &str = "mcp-method";
-const HEADER_NAME: &str = "mcp-name";
-const HEADER_PARAM_PREFIX: &str = "mcp-param-";
+/// The routing fields a transport carries beside the body (in HTTP, the
+/// `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` headers), which must
+/// agree with it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum RoutingField<'a> {
+    ProtocolVersion,
+    Method,
+    Name,
+    /// `x-mcp-header` token of a tool argument.
+    Param(&'a str),
+}
+
+/// Where the routing fields of one request are read. A field sent more than once is an
+/// error (-32020), which the transport words with its own name for the field.
+pub(crate) trait RoutingFields: Sync {
+    fn single(&self, field: RoutingField<'_>) -> Result<Option<&str>, RpcError>;
+}
 
 /// What the envelope of one valid modern request says.
 #[derive(Debug)]
@@ -33,10 +45,6 @@ pub(crate) struct Envelope {
     pub client: ClientInfo,
     pub log_level: Option<LogLevel>,
     pub progress_token: Option<Value>,
-}
-
-fn mismatch(message: impl Into<String>) -> RpcError {
-    RpcError::new(codes::HEADER_MISMATCH, message)
 }
 
 /// Whether a body carries the modern claim: `params._meta` names a protocol version.
@@ -47,16 +55,9 @@ pub(crate) fn has_modern_claim(params: Option<&Value>) -> bool {
         .is_some()
 }
 
-/// A header's single value, OWS-trimmed; `Err` when it is sent more than once.
-fn single_header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, RpcError> {
-    let mut values = headers.get_all(name).iter();
-    let first = values.next();
-    if values.next().is_some() {
-        return Err(mismatch(format!(
-            "the {name} header is sent more than once"
-        )));
-    }
-    Ok(first.map(|v| v.to_str().unwrap_or("\u{fffd}").trim_matches([' ', '\t'])))
+/// -32020: a routing field disagrees with the body, is missing or is duplicated.
+pub(crate) fn mismatch(message: impl Into<String>) -> RpcError {
+    RpcError::new(codes::HEADER_MISMATCH, message)
 }
 
 /// Decodes a header value: verbatim, or `=?base64?…?=` for values that are not plain
@@ -73,14 +74,14 @@ pub(crate) fn decode_header_value(raw: &str) -> Option<String> {
 
 /// Validates headers and `_meta` of a modern request.
 pub(crate) fn validate(
-    headers: &HeaderMap,
+    fields: &dyn RoutingFields,
     method: &str,
     params: Option<&Value>,
     features: &Features,
 ) -> Result<Envelope, RpcError> {
-    let header_version = single_header(headers, HEADER_PROTOCOL_VERSION)?;
-    let header_method = single_header(headers, HEADER_METHOD)?;
-    let header_name = single_header(headers, HEADER_NAME)?;
+    let header_version = fields.single(RoutingField::ProtocolVersion)?;
+    let header_method = fields.single(RoutingField::Method)?;
+    let header_name = fields.single(RoutingField::Name)?;
 
     let meta = params.and_then(|p| p.get("_meta")).and_then(Value::as_object).ok_or_else(|| {
         RpcError::invalid_params(format!(
@@ -139,7 +140,7 @@ pub(crate) fn validate(
         .with_data(json!({ "supported": [MODERN_VERSION], "requested": version })));
     }
     if method == "tools/call" {
-        check_param_headers(headers, params, features)?;
+        check_param_headers(fields, params, features)?;
     }
     let log_level = match meta.get(META_LOG_LEVEL) {
         None | Some(Value::Null) => None,
@@ -203,7 +204,7 @@ fn check_name_header(
 /// Tool arguments mirrored into `Mcp-Param-<token>` headers by `x-mcp-header` must agree
 /// with the body: present exactly when the argument is, and equal to it.
 fn check_param_headers(
-    headers: &HeaderMap,
+    fields: &dyn RoutingFields,
     params: Option<&Value>,
     features: &Features,
 ) -> Result<(), RpcError> {
@@ -229,8 +230,7 @@ fn check_param_headers(
         let Some(token) = schema.get("x-mcp-header").and_then(Value::as_str) else {
             continue;
         };
-        let header = format!("{HEADER_PARAM_PREFIX}{}", token.to_ascii_lowercase());
-        let raw = single_header(headers, &header)?;
+        let raw = fields.single(RoutingField::Param(token))?;
         let value = arguments.get(property).filter(|v| !v.is_null());
         match (value, raw) {
             (None, None) => {}

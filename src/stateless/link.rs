@@ -24,13 +24,11 @@ use crate::protocol::LogLevel;
 /// loops on unanswered input must not grow the reply without bound.
 pub(crate) const MAX_INPUT_REQUESTS: usize = 16;
 
-/// What a run produces before its final reply.
+/// What a run produces: notifications, then its final response (with its error code, if
+/// it is an error, from which the transport picks a status).
 pub(crate) enum Frame {
     Notification(Bytes),
-    Final {
-        status: axum::http::StatusCode,
-        body: Bytes,
-    },
+    Final { body: Bytes, error: Option<i64> },
 }
 
 /// Whether [`ClientLink::start_task`] turns this run into a task.

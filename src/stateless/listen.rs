@@ -8,24 +8,17 @@
 //! `complete` result. There is no replay: a stream that falls a whole buffer behind ends,
 //! and the client listens again and refetches.
 
-use std::convert::Infallible;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
-use axum::body::Body;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use futures_util::StreamExt;
 use serde_json::{Value, json};
-use sse_stream::{KeepAlive, Sse, SseBody};
-use tokio::sync::broadcast;
+use tokio::sync::{OwnedSemaphorePermit, broadcast};
 
-use crate::http::error::HttpError;
-use crate::http::headers;
-use crate::http::reply::{TokioTimer, sse_headers};
-use crate::jsonrpc::{self, Request, RequestId, RpcError, codes};
+use super::{ModernState, Refusal, Reply};
+use crate::events::ServerEvent;
+use crate::jsonrpc::{self, Request, RequestId, RpcError};
 use crate::log_limit::warn_limited;
-use crate::server::Shared;
-use crate::session::actor::ServerEvent;
 
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
@@ -123,90 +116,60 @@ impl Filter {
     }
 }
 
-/// A slot among `modern.max_listen_streams`, given back on drop.
-struct ListenSlot(Arc<Shared>);
-
-impl Drop for ListenSlot {
-    fn drop(&mut self) {
-        self.0.listen_streams.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
+/// Opens a listen stream: the acknowledgement, then the events the filter selects.
 pub(crate) async fn open(
-    shared: &Arc<Shared>,
-    headers_in: &HeaderMap,
+    state: &Arc<ModernState>,
+    accepts_stream: bool,
     request: Request,
-) -> Response {
-    if headers::check_get_accept(headers_in).is_err() {
-        return HttpError::new(
-            StatusCode::NOT_ACCEPTABLE,
-            codes::SERVER_ERROR,
-            "Not Acceptable: subscriptions/listen answers with an SSE stream; accept text/event-stream",
-        )
-        .into_response();
+) -> Reply {
+    if !accepts_stream {
+        return Reply::Refused(Refusal::ListenNeedsEventStream);
     }
     let filter = match Filter::parse(request.params.as_ref()) {
         Ok(f) => f,
-        Err(e) => return super::error_reply(Some(&request.id), e),
+        Err(e) => return Reply::error(Some(&request.id), e),
     };
-    let limit = shared.config.modern.max_listen_streams;
-    if shared
-        .listen_streams
-        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-            (n < limit).then_some(n + 1)
-        })
-        .is_err()
-    {
+    let Ok(permit) = Arc::clone(&state.listen_permits).try_acquire_owned() else {
+        let limit = state.config.modern.max_listen_streams;
         tracing::debug!(
             limit,
             "subscriptions/listen refused: too many listen streams"
         );
-        return HttpError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            codes::SERVER_ERROR,
-            format!("the server has {limit} listen streams open (modern.max_listen_streams); retry later"),
-        )
-        .retry_after(5)
-        .into_response();
-    }
-    let slot = ListenSlot(Arc::clone(shared));
-    let events = shared.events.subscribe();
+        return Reply::Refused(Refusal::TooManyListenStreams { limit });
+    };
+    let events = state.events.subscribe();
     let id = request.id;
     let ack = jsonrpc::encode_notification(
         "notifications/subscriptions/acknowledged",
         Some(&json!({ "_meta": { SUBSCRIPTION_ID: id }, "notifications": filter.honoured() })),
     );
     tracing::debug!(subscription = %id, ?filter, "listen stream opened");
-    let state = Listening {
-        shared: Arc::clone(shared),
+    let listening = Listening {
+        state: Arc::clone(state),
         filter,
         id,
         events,
-        _slot: slot,
+        _permit: permit,
         done: false,
     };
-    let stream = futures_util::stream::once(async move { frame(ack) })
-        .chain(futures_util::stream::unfold(state, Listening::next_frame))
-        .map(Ok::<_, Infallible>);
-    let keep_alive = KeepAlive::new().interval(shared.config.http.sse_keep_alive);
-    sse_headers(Body::new(SseBody::<_, TokioTimer>::new_keep_alive(
-        stream, keep_alive,
-    )))
+    let stream = futures_util::stream::once(async move { ack }).chain(
+        futures_util::stream::unfold(listening, Listening::next_message),
+    );
+    Reply::Stream(stream.boxed())
 }
 
-use futures_util::StreamExt;
-
 struct Listening {
-    shared: Arc<Shared>,
+    state: Arc<ModernState>,
     filter: Filter,
     id: RequestId,
     events: broadcast::Receiver<Arc<ServerEvent>>,
-    _slot: ListenSlot,
+    /// A slot among `modern.max_listen_streams`, given back when the stream is dropped.
+    _permit: OwnedSemaphorePermit,
     done: bool,
 }
 
 impl Listening {
-    async fn next_frame(mut self) -> Option<(Sse, Self)> {
+    async fn next_message(mut self) -> Option<(Bytes, Self)> {
         if self.done {
             return None;
         }
@@ -215,7 +178,7 @@ impl Listening {
                 event = self.events.recv() => match event {
                     Ok(event) => {
                         if let Some(jsonrpc::Message::Notification(n)) = self.filter.select(&event, &self.id) {
-                            return Some((frame(jsonrpc::encode_notification(&n.method, n.params.as_ref())), self));
+                            return Some((jsonrpc::encode_notification(&n.method, n.params.as_ref()), self));
                         }
                     }
                     Err(broadcast::error::RecvError::Lagged(missed)) => {
@@ -224,22 +187,13 @@ impl Listening {
                     }
                     Err(broadcast::error::RecvError::Closed) => return None,
                 },
-                () = self.shared.shutdown.cancelled() => {
+                () = self.state.shutdown.cancelled() => {
                     self.done = true;
-                    let result = super::stamp(&self.shared, "subscriptions/listen", json!({ "_meta": { SUBSCRIPTION_ID: self.id } }));
-                    return Some((frame(jsonrpc::encode_response(Some(&self.id), &Ok(result))), self));
+                    let result = super::stamp(&self.state, "subscriptions/listen", json!({ "_meta": { SUBSCRIPTION_ID: self.id } }));
+                    return Some((jsonrpc::encode_response(Some(&self.id), &Ok(result)), self));
                 }
             }
         }
-    }
-}
-
-fn frame(data: bytes::Bytes) -> Sse {
-    Sse {
-        id: None,
-        data: Some(String::from_utf8_lossy(&data).into_owned()),
-        retry: None,
-        event: None,
     }
 }
 

@@ -32,6 +32,7 @@ use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::ModernState as Shared;
 use super::link::{MAX_INPUT_REQUESTS, StatelessLink};
 use crate::config::TasksSection;
 use crate::context::{ClientLink, RequestContext};
@@ -41,14 +42,9 @@ use crate::features::tools::TaskSupport;
 use crate::jsonrpc::{Request, RequestId, RpcError, codes, params_object};
 use crate::log_limit::warn_limited;
 use crate::protocol::ClientInfo;
-use crate::server::Shared;
 
 /// The extension's identifier in `capabilities.extensions`.
 pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
-
-/// The task methods of the extension. `tasks/list` and `tasks/result` of the handshake-era
-/// experimental tasks do not exist any more: they get -32601 like any unknown method.
-pub(crate) const METHODS: &[&str] = &["tasks/get", "tasks/update", "tasks/cancel"];
 
 /// Whether a request declared the extension in its `clientCapabilities.extensions`.
 pub(crate) fn declares_extension(client: &ClientInfo) -> bool {

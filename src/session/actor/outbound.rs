@@ -55,7 +55,7 @@ impl SessionActor {
         mut params: Value,
         respond_to: oneshot::Sender<Answer>,
     ) {
-        let config = &self.shared.config.client_requests;
+        let config = &self.env.config.client_requests;
         if self.pending.len() >= config.max_pending {
             warn_limited!(session = %self.id, limit = config.max_pending, "server→client request refused: too many pending");
             let _ = respond_to.send(Err(ClientRequestError::TooManyPending(config.max_pending)));
@@ -144,7 +144,7 @@ impl SessionActor {
     /// Where messages related to a request on `stream` go: that stream, unless replies are
     /// JSON-only (then the GET stream) or it has ended.
     pub(super) fn related_stream(&self, stream: StreamId) -> StreamId {
-        if self.shared.config.http.response_mode == ResponseMode::Json {
+        if self.env.config.http.response_mode == ResponseMode::Json {
             GET_STREAM
         } else {
             self.live_stream_or_get(stream)
@@ -159,7 +159,7 @@ impl SessionActor {
     }
 
     pub(super) fn emit(&mut self, stream_id: StreamId, data: Bytes, is_response: bool) {
-        let max_events = self.shared.config.replay.max_events_per_stream;
+        let max_events = self.env.config.replay.max_events_per_stream;
         let stream = self
             .streams
             .entry(stream_id)
@@ -199,7 +199,7 @@ impl SessionActor {
             return;
         }
         self.finished_streams.push_back(stream_id);
-        while self.finished_streams.len() > self.shared.config.replay.max_finished_streams {
+        while self.finished_streams.len() > self.env.config.replay.max_finished_streams {
             if let Some(old) = self.finished_streams.pop_front() {
                 self.streams.remove(&old);
             }
@@ -210,8 +210,8 @@ impl SessionActor {
         &mut self,
         last_event_id: Option<String>,
     ) -> Result<Attachment, SessionError> {
-        let buffer = self.shared.config.http.sse_connection_buffer;
-        let window = self.shared.config.replay.max_events_per_stream;
+        let buffer = self.env.config.http.sse_connection_buffer;
+        let window = self.env.config.replay.max_events_per_stream;
         let Some(last_event_id) = last_event_id else {
             // A new GET replaces the previous one, which closes (never 409).
             let stream = self

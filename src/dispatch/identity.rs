@@ -1,0 +1,61 @@
+//! What the server says about itself: `serverInfo`, capabilities and instructions, built
+//! once from `[server]`. Sessions answer `initialize` with it; the 2026-07-28 path answers
+//! `server/discover` with it and stamps `serverInfo` on every result.
+
+use serde_json::{Value, json};
+
+use crate::config::Config;
+
+#[derive(Debug)]
+pub struct ServerIdentity {
+    /// The initialize result without `protocolVersion`.
+    initialize_result: Value,
+}
+
+impl ServerIdentity {
+    pub fn new(config: &Config) -> Self {
+        let s = &config.server;
+        let mut server_info = json!({ "name": s.name, "version": s.version });
+        if let Some(title) = &s.title {
+            server_info["title"] = json!(title);
+        }
+        if let Some(description) = &s.description {
+            server_info["description"] = json!(description);
+        }
+        let mut result = json!({
+            "capabilities": {
+                "tools": { "listChanged": true },
+                "resources": { "subscribe": true, "listChanged": true },
+                "prompts": { "listChanged": true },
+                "logging": {},
+                "completions": {},
+            },
+            "serverInfo": server_info,
+        });
+        if let Some(instructions) = &s.instructions {
+            result["instructions"] = json!(instructions);
+        }
+        ServerIdentity {
+            initialize_result: result,
+        }
+    }
+
+    /// The `initialize` result for a session speaking `version`.
+    pub fn initialize_result(&self, version: &str) -> Value {
+        let mut result = self.initialize_result.clone();
+        result["protocolVersion"] = json!(version);
+        result
+    }
+
+    pub fn capabilities(&self) -> &Value {
+        &self.initialize_result["capabilities"]
+    }
+
+    pub fn server_info(&self) -> &Value {
+        &self.initialize_result["serverInfo"]
+    }
+
+    pub fn instructions(&self) -> Option<&Value> {
+        self.initialize_result.get("instructions")
+    }
+}

@@ -1,0 +1,64 @@
+//! Method routing for the feature methods, shared by every transport path.
+//!
+//! [`methods`] is the table of every method; the session actor answers the ones that read or
+//! change session state itself and hands the feature methods to [`dispatch`], which runs in
+//! a spawned task through [`run_guarded`]. Nothing here knows about sessions or HTTP, so the
+//! stateless 2026-07-28 path calls it as is.
+
+pub mod identity;
+pub mod methods;
+
+use std::panic::AssertUnwindSafe;
+
+use futures_util::FutureExt;
+use serde_json::Value;
+
+use crate::context::RequestContext;
+use crate::features::Features;
+use crate::jsonrpc::RpcError;
+use crate::log_limit::warn_limited;
+
+/// Runs one feature method and returns its result. `params` is taken by value so tool
+/// arguments move into the handler.
+pub async fn dispatch(
+    features: &Features,
+    ctx: RequestContext,
+    method: &str,
+    params: Option<Value>,
+) -> Result<Value, RpcError> {
+    if method == "tools/call" {
+        return features.call_tool(ctx, params).await;
+    }
+    let params = params.as_ref();
+    match method {
+        "tools/list" => features.list_tools(params),
+        "resources/list" => features.list_resources(params),
+        "resources/templates/list" => features.list_resource_templates(params),
+        "resources/read" => features.read_resource(ctx, params).await,
+        "prompts/list" => features.list_prompts(params),
+        "prompts/get" => features.get_prompt(ctx, params).await,
+        "completion/complete" => features.complete(params),
+        other => Err(RpcError::method_not_found(other)),
+    }
+}
+
+/// [`dispatch`], with a handler that panics turned into an internal error (logged,
+/// rate-limited) instead of a task that ends without an answer.
+pub async fn run_guarded(
+    features: &Features,
+    ctx: RequestContext,
+    method: &str,
+    params: Option<Value>,
+) -> Result<Value, RpcError> {
+    let request_id = ctx.request_id().clone();
+    let session = ctx.session_id().map(str::to_owned);
+    AssertUnwindSafe(dispatch(features, ctx, method, params))
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|_| {
+            warn_limited!(?session, %method, %request_id, "handler panicked");
+            Err(RpcError::internal(format!(
+                "the handler of {method} failed unexpectedly"
+            )))
+        })
+}

@@ -1,0 +1,54 @@
+//! The HTTP form of a 2026-07-28 reply: the status of a JSON-RPC error (§2.5 of
+//! `shared/spec/stateless-2026-07-28.md`, in [`error::modern_status`]), one JSON body, or an
+//! SSE stream without event ids (2026-07-28 streams are not resumable).
+
+use axum::body::Body;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+
+use crate::config::HttpSection;
+use crate::http::error::{self, HttpError};
+use crate::http::reply;
+use crate::stateless::{Refusal, Reply};
+
+pub(crate) fn respond(reply: Reply, config: &HttpSection) -> Response {
+    match reply {
+        Reply::Accepted => StatusCode::ACCEPTED.into_response(),
+        Reply::Response { body, error } => {
+            json(error.map_or(StatusCode::OK, error::modern_status), body)
+        }
+        Reply::Stream(messages) => reply::sse_of_messages(messages, config),
+        Reply::Refused(refusal) => HttpError::from(refusal).into_response(),
+    }
+}
+
+fn json(status: StatusCode, body: Bytes) -> Response {
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        Body::from(body),
+    )
+        .into_response()
+}
+
+impl From<Refusal> for HttpError {
+    fn from(refusal: Refusal) -> Self {
+        let message = refusal.to_string();
+        let code = crate::jsonrpc::codes::SERVER_ERROR;
+        match refusal {
+            Refusal::TooManyCalls { .. } => {
+                HttpError::new(StatusCode::TOO_MANY_REQUESTS, code, message).retry_after(1)
+            }
+            Refusal::TooManyListenStreams { .. } => {
+                HttpError::new(StatusCode::SERVICE_UNAVAILABLE, code, message).retry_after(5)
+            }
+            Refusal::ListenNeedsEventStream => {
+                HttpError::new(StatusCode::NOT_ACCEPTABLE, code, message)
+            }
+        }
+    }
+}

@@ -1,0 +1,275 @@
+//! Running one feature method of a 2026-07-28 request: in its own task, answered with one
+//! response, or with a stream as soon as the handler sends a notification first. A
+//! `tools/call` may become a task instead ([`tasks::plan_call`]), and a handler that asks
+//! the client ends with an `input_required` result carrying a sealed `requestState`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use super::link::{Frame, MAX_INPUT_REQUESTS, StatelessLink, TaskStart};
+use super::request_state::Binding;
+use super::{ModernState, Refusal, Reply, envelope, missing_capability, stamp, tasks};
+use crate::context::{ClientLink, RequestContext};
+use crate::dispatch::methods;
+use crate::dispatch::run_guarded;
+use crate::jsonrpc::{self, Request, RequestId, RpcError, codes};
+
+/// Who the caller is, for binding `requestState`. The server has no authentication yet,
+/// so every caller is the same principal.
+const ANONYMOUS: &str = "anonymous";
+
+/// The binding of a request's `requestState`: what a retry must repeat.
+fn binding(request: &Request) -> Binding {
+    let params = request.params.as_ref();
+    let field = if request.method == "resources/read" {
+        "uri"
+    } else {
+        "name"
+    };
+    let target = params
+        .and_then(|p| p.get(field))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let arguments = params
+        .and_then(|p| p.get("arguments"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    Binding::new(&request.method, target, &arguments, ANONYMOUS)
+}
+
+/// Earlier answers (from `requestState`) merged with this retry's `inputResponses`.
+fn gathered_answers(
+    state: &ModernState,
+    request: &Request,
+) -> Result<BTreeMap<String, Value>, RpcError> {
+    let params = request.params.as_ref();
+    let mut answers = match params.and_then(|p| p.get("requestState")) {
+        None | Some(Value::Null) => BTreeMap::new(),
+        Some(Value::String(token)) => state.request_state.open(token, &binding(request)).map_err(|reason| {
+            tracing::debug!(method = %request.method, request_id = %request.id, %reason, "requestState refused");
+            RpcError::invalid_params("invalid or expired requestState").with_data(json!({ "reason": "invalid_request_state" }))
+        })?,
+        Some(_) => return Err(RpcError::invalid_params("requestState must be a string")),
+    };
+    match params.and_then(|p| p.get("inputResponses")) {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(responses)) => {
+            for (key, value) in responses {
+                // Only objects can be results; anything else is asked again.
+                if value.is_object() {
+                    answers.insert(key.clone(), value.clone());
+                }
+            }
+        }
+        Some(_) => return Err(RpcError::invalid_params("inputResponses must be an object")),
+    }
+    Ok(answers)
+}
+
+/// Runs a feature method in its own task (see the module docs).
+pub(super) async fn run(
+    state: &Arc<ModernState>,
+    request: Request,
+    envelope: envelope::Envelope,
+) -> Reply {
+    // Held by the handler task, so a request counts until its handler ends or is aborted.
+    let Ok(permit) = Arc::clone(&state.call_permits).try_acquire_owned() else {
+        let limit = state.config.modern.max_in_flight;
+        return Reply::Refused(Refusal::TooManyCalls { limit });
+    };
+    let answers = match gathered_answers(state, &request) {
+        Ok(a) => a,
+        Err(e) => return Reply::error(Some(&request.id), e),
+    };
+    // Taken before the spawn, so a reload never changes a request's tools mid-call.
+    let features = state.features.load_full();
+    let plan = if request.method == "tools/call" {
+        match tasks::plan_call(&features, request.params.as_ref(), &envelope.client) {
+            Ok(plan) => plan,
+            Err(e) => return Reply::error(Some(&request.id), e),
+        }
+    } else {
+        tasks::CallPlan::Direct
+    };
+    let client = Arc::new(envelope.client);
+    if plan == tasks::CallPlan::Task {
+        return match tasks::create(state, &request, client, features, answers) {
+            Ok(result) => Reply::result(&request.id, stamp(state, &request.method, result)),
+            Err(e) => Reply::error(Some(&request.id), e),
+        };
+    }
+    let task_start = if plan == tasks::CallPlan::TaskWhenHandlerStarts {
+        TaskStart::Allowed
+    } else {
+        TaskStart::Continue
+    };
+    let (out_tx, mut out_rx) = mpsc::channel(state.config.http.sse_connection_buffer);
+    let (needed_tx, mut needed_rx) = mpsc::channel(MAX_INPUT_REQUESTS);
+    let link = Arc::new(
+        StatelessLink::new(
+            out_tx.clone(),
+            envelope.log_level,
+            answers.clone(),
+            needed_tx,
+        )
+        .with_task_start(task_start),
+    );
+    let cancel = CancellationToken::new();
+    let ctx = RequestContext::new(
+        request.id.clone(),
+        None,
+        envelope.progress_token,
+        Arc::clone(&client),
+        cancel.clone(),
+        Arc::clone(&link) as Arc<dyn ClientLink>,
+    );
+    let task_state = Arc::clone(state);
+    let request_id = request.id.clone();
+    let task = tokio::spawn(async move {
+        let _permit = permit;
+        let outcome = run_guarded(&features, ctx, &request.method, request.params.clone()).await;
+        let mut inputs = Map::new();
+        while let Ok((key, input)) = needed_rx.try_recv() {
+            inputs.insert(key, input);
+        }
+        let may_need_input = methods::lookup(&request.method).is_some_and(|m| m.may_need_input);
+        let outcome = if let Some(capability) = link.missing_capability() {
+            Err(missing_capability(capability))
+        } else if link.task_started() {
+            // The synchronous phase is over: the task runs the handler again with every
+            // answer gathered in it. No requestState leaks into the task (SEP-2663).
+            tasks::create(
+                &task_state,
+                &request,
+                client,
+                Arc::clone(&features),
+                answers,
+            )
+            .map(|result| stamp(&task_state, &request.method, result))
+        } else if !inputs.is_empty() && may_need_input {
+            let sealed = task_state.request_state.seal(binding(&request), answers);
+            Ok(stamp(
+                &task_state,
+                &request.method,
+                json!({
+                    "resultType": "input_required", "inputRequests": inputs, "requestState": sealed,
+                }),
+            ))
+        } else {
+            outcome.map(|result| stamp(&task_state, &request.method, result))
+        };
+        let _ = out_tx.send(final_frame(&request.id, outcome)).await;
+    });
+    // Dropping the guard (the client went away) cancels the handler: on this path,
+    // closing the response stream is cancellation.
+    let guard = AbortOnDrop {
+        task: task.abort_handle(),
+        _cancel: cancel.drop_guard(),
+    };
+    let first = tokio::select! {
+        first = out_rx.recv() => first,
+        () = state.shutdown.cancelled() => Some(shutdown_frame(&request_id)),
+    };
+    match first {
+        Some(Frame::Final { body, error }) => Reply::Response { body, error },
+        Some(first @ Frame::Notification(_)) => {
+            Reply::Stream(stream(state, request_id, first, out_rx, guard))
+        }
+        None => Reply::error(
+            None,
+            RpcError::internal("the handler ended without a result"),
+        ),
+    }
+}
+
+fn final_frame(id: &RequestId, outcome: Result<Value, RpcError>) -> Frame {
+    match outcome {
+        Ok(result) => Frame::Final {
+            body: jsonrpc::encode_response(Some(id), &Ok(result)),
+            error: None,
+        },
+        Err(mut error) => {
+            if error.code == codes::RESOURCE_NOT_FOUND {
+                error.code = codes::INVALID_PARAMS;
+            }
+            Frame::Final {
+                error: Some(error.code),
+                body: jsonrpc::encode_response(Some(id), &Err(error)),
+            }
+        }
+    }
+}
+
+/// The answer to a request whose handler the server shutdown aborts.
+fn shutdown_frame(id: &RequestId) -> Frame {
+    let error = RpcError::new(
+        codes::SERVER_ERROR,
+        "the server is shutting down; this request was aborted, retry it",
+    );
+    final_frame(id, Err(error))
+}
+
+struct AbortOnDrop {
+    task: tokio::task::AbortHandle,
+    _cancel: DropGuard,
+}
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The messages of a run that notified before its result. It ends with the final response,
+/// even if a clone of the context lingers, or with an error on shutdown.
+fn stream(
+    state: &ModernState,
+    id: RequestId,
+    first: Frame,
+    rx: mpsc::Receiver<Frame>,
+    guard: AbortOnDrop,
+) -> futures_util::stream::BoxStream<'static, bytes::Bytes> {
+    struct Feed {
+        first: Option<Frame>,
+        rx: mpsc::Receiver<Frame>,
+        done: bool,
+        shutdown: CancellationToken,
+        id: RequestId,
+        // Dropped with the stream: a client that goes away cancels the handler.
+        _guard: AbortOnDrop,
+    }
+    let feed = Feed {
+        first: Some(first),
+        rx,
+        done: false,
+        shutdown: state.shutdown.clone(),
+        id,
+        _guard: guard,
+    };
+    futures_util::stream::unfold(feed, |mut feed| async move {
+        if feed.done {
+            return None;
+        }
+        let frame = match feed.first.take() {
+            Some(frame) => frame,
+            None => tokio::select! {
+                frame = feed.rx.recv() => frame?,
+                () = feed.shutdown.cancelled() => shutdown_frame(&feed.id),
+            },
+        };
+        let data = match frame {
+            Frame::Notification(body) => body,
+            Frame::Final { body, .. } => {
+                feed.done = true;
+                body
+            }
+        };
+        Some((data, feed))
+    })
+    .boxed()
+}
