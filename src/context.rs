@@ -45,17 +45,21 @@ pub enum ClientRequestError {
     TaskStarted,
 }
 
+/// A notification a handler sends about its request.
+pub(crate) struct Notice {
+    /// The client request it is about.
+    pub origin: RequestId,
+    pub method: &'static str,
+    pub params: Value,
+    /// Set for `notifications/message`, so the receiver can drop messages below its log
+    /// level.
+    pub level: Option<LogLevel>,
+}
+
 /// The channel a context uses to reach its client. Implemented by the transport layer.
 pub(crate) trait ClientLink: Send + Sync + 'static {
-    /// Sends a notification related to the request `origin`. `level` is set for
-    /// `notifications/message`, so the session can drop messages below its log level.
-    fn notify(
-        &self,
-        origin: &RequestId,
-        method: &'static str,
-        params: Value,
-        level: Option<LogLevel>,
-    ) -> BoxFuture<'_, ()>;
+    /// Sends a notification related to its request.
+    fn notify(&self, notice: Notice) -> BoxFuture<'_, ()>;
 
     /// Sends a request to the client on behalf of `origin` and waits for its answer. `key`
     /// names the input on the stateless path (`inputRequests`); sessions ignore it.
@@ -163,15 +167,17 @@ impl RequestContext {
         if let Some(message) = message {
             params["message"] = json!(message);
         }
-        self.inner
-            .link
-            .notify(
-                &self.inner.request_id,
-                "notifications/progress",
-                params,
-                None,
-            )
-            .await;
+        self.notify("notifications/progress", params, None).await;
+    }
+
+    async fn notify(&self, method: &'static str, params: Value, level: Option<LogLevel>) {
+        let notice = Notice {
+            origin: self.inner.request_id.clone(),
+            method,
+            params,
+            level,
+        };
+        self.inner.link.notify(notice).await;
     }
 
     /// Sends `notifications/message`. Messages below the session's log level are dropped.
@@ -180,14 +186,7 @@ impl RequestContext {
         if let Some(logger) = logger {
             params["logger"] = json!(logger);
         }
-        self.inner
-            .link
-            .notify(
-                &self.inner.request_id,
-                "notifications/message",
-                params,
-                Some(level),
-            )
+        self.notify("notifications/message", params, Some(level))
             .await;
     }
 

@@ -22,6 +22,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get};
 
 use crate::config::Config;
+use crate::session::handle::SessionHandle;
 use crate::session::{SessionEnv, SessionError};
 use crate::stateless::ModernState;
 use error::HttpError;
@@ -31,6 +32,13 @@ pub(crate) struct AppState {
     pub config: Arc<Config>,
     pub sessions: Arc<SessionEnv>,
     pub modern: Arc<ModernState>,
+}
+
+impl AppState {
+    /// The live session `id`, or 404's error.
+    fn session(&self, id: &str) -> Result<SessionHandle, SessionError> {
+        self.sessions.registry.get(id).ok_or(SessionError::NotFound)
+    }
 }
 
 const ALLOW: &str = "GET, POST, DELETE";
@@ -90,11 +98,7 @@ async fn open_stream(State(state): State<Arc<AppState>>, uri: Uri, headers: Head
         headers::check_get_accept(&headers)?;
         headers::protocol_version(&headers)?;
         let id = headers::require_session_id(&headers)?;
-        let handle = state
-            .sessions
-            .registry
-            .get(id)
-            .ok_or(SessionError::NotFound)?;
+        let handle = state.session(id)?;
         let attachment = handle.open_stream(headers::last_event_id(&headers)).await?;
         Ok::<_, HttpError>(reply::sse_response(attachment, config))
     };
@@ -112,12 +116,7 @@ async fn delete_session(
         reject_modern(&headers)?;
         headers::protocol_version(&headers)?;
         let id = headers::require_session_id(&headers)?;
-        let handle = state
-            .sessions
-            .registry
-            .get(id)
-            .ok_or(SessionError::NotFound)?;
-        handle.delete().await?;
+        state.session(id)?.delete().await?;
         Ok::<_, HttpError>(StatusCode::OK.into_response())
     };
     run.await.unwrap_or_else(IntoResponse::into_response)

@@ -104,11 +104,7 @@ async fn handle_post(
             )));
         }
         if let Some(id) = session_id {
-            state
-                .sessions
-                .registry
-                .get(id)
-                .ok_or(session::SessionError::NotFound)?;
+            state.session(id)?;
             return Err(HttpError::bad_request(RpcError::invalid_request(
                 "Invalid Request: this session is already initialized; send initialize without Mcp-Session-Id to start a new session",
             )));
@@ -135,11 +131,7 @@ async fn handle_post(
     }
 
     let id = headers::require_session_id(headers)?;
-    let handle = state
-        .sessions
-        .registry
-        .get(id)
-        .ok_or(session::SessionError::NotFound)?;
+    let handle = state.session(id)?;
     if is_batch && !handle.version.allows_batches() {
         return Err(HttpError::bad_request(RpcError::invalid_request(format!(
             "JSON-RPC batches are only accepted in 2025-03-26 sessions; this session speaks {}: send one message per POST",

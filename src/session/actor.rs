@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
 use crate::config::ResponseMode;
-use crate::context::{ClientLink, ClientRequestError, RequestContext};
+use crate::context::{ClientLink, ClientRequestError, Notice, RequestContext};
 use crate::dispatch::methods::answered_by_session_actor;
 use crate::dispatch::run_guarded;
 use crate::events::ServerEvent;
@@ -50,8 +50,8 @@ pub(crate) enum SessionMsg {
     Delete {
         respond_to: oneshot::Sender<()>,
     },
-    /// From a handler: a notification related to the client request `origin`.
-    Notify(Box<NotifyMsg>),
+    /// From a handler: a notification related to its client request.
+    Notify(Box<Notice>),
     /// From a handler: a server→client request.
     ClientRequest(Box<ClientRequestMsg>),
     /// From a handler: close `origin`'s SSE connection, keeping the stream.
@@ -74,13 +74,6 @@ pub(crate) struct PostMsg {
 pub(crate) struct OpenStreamMsg {
     pub last_event_id: Option<String>,
     pub respond_to: oneshot::Sender<Result<Attachment, SessionError>>,
-}
-
-pub(crate) struct NotifyMsg {
-    pub origin: RequestId,
-    pub method: &'static str,
-    pub params: Value,
-    pub level: Option<LogLevel>,
 }
 
 pub(crate) struct ClientRequestMsg {
@@ -233,7 +226,7 @@ impl SessionActor {
                 return Flow::Stop("deleted by the client");
             }
             SessionMsg::Notify(msg) => {
-                let NotifyMsg {
+                let Notice {
                     origin,
                     method,
                     params,

@@ -12,15 +12,13 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::context::{ClientLink, ClientRequestError};
+use crate::context::{ClientLink, ClientRequestError, Notice};
 use crate::events::ServerEvent;
 use crate::jsonrpc::{Message, RequestId};
 use crate::log_limit::warn_limited;
-use crate::protocol::{LogLevel, ProtocolVersion};
+use crate::protocol::ProtocolVersion;
 use crate::session::SessionError;
-use crate::session::actor::{
-    ClientRequestMsg, NotifyMsg, OpenStreamMsg, PostMsg, PostOutcome, SessionMsg,
-};
+use crate::session::actor::{ClientRequestMsg, OpenStreamMsg, PostMsg, PostOutcome, SessionMsg};
 use crate::session::streams::Attachment;
 
 #[derive(Clone, Debug)]
@@ -124,19 +122,8 @@ pub(crate) struct SessionLink {
 }
 
 impl ClientLink for SessionLink {
-    fn notify(
-        &self,
-        origin: &RequestId,
-        method: &'static str,
-        params: Value,
-        level: Option<LogLevel>,
-    ) -> BoxFuture<'_, ()> {
-        let msg = SessionMsg::Notify(Box::new(NotifyMsg {
-            origin: origin.clone(),
-            method,
-            params,
-            level,
-        }));
+    fn notify(&self, notice: Notice) -> BoxFuture<'_, ()> {
+        let msg = SessionMsg::Notify(Box::new(notice));
         Box::pin(async move {
             if let Some(tx) = self.tx.upgrade() {
                 let _ = tx.send(msg).await;

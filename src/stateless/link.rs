@@ -16,7 +16,7 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::context::{ClientLink, ClientRequestError};
+use crate::context::{ClientLink, ClientRequestError, Notice};
 use crate::jsonrpc::{self, RequestId};
 use crate::protocol::LogLevel;
 
@@ -87,23 +87,17 @@ impl StatelessLink {
 }
 
 impl ClientLink for StatelessLink {
-    fn notify(
-        &self,
-        _origin: &RequestId,
-        method: &'static str,
-        params: Value,
-        level: Option<LogLevel>,
-    ) -> BoxFuture<'_, ()> {
+    fn notify(&self, notice: Notice) -> BoxFuture<'_, ()> {
         // Logs are sent only when the request asked for them, at or above its level
         // (spec 2026-07-28 `server/utilities/logging.mdx`).
-        if let Some(level) = level {
+        if let Some(level) = notice.level {
             if self.log_level.is_none_or(|min| level < min) {
                 return Box::pin(async {});
             }
         }
-        let frame = Frame::Notification(jsonrpc::encode_notification(method, Some(&params)));
+        let data = jsonrpc::encode_notification(notice.method, Some(&notice.params));
         Box::pin(async move {
-            let _ = self.out.send(frame).await;
+            let _ = self.out.send(Frame::Notification(data)).await;
         })
     }
 
