@@ -23,8 +23,10 @@ const CALL: &str = r#"{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"
 fn server() -> Server {
     let config =
         Config::parse(mcp_actor::config::DEFAULT_CONFIG_TOML, "default").expect("default config");
-    let tools = config.tools.clone();
-    providers::builtin::register(Server::builder().config(config), &tools)
+    let builtins = providers::builtin::feature_set(&config.tools).expect("builtin tools");
+    Server::builder()
+        .config(config)
+        .features(builtins)
         .build()
         .expect("server")
 }

@@ -170,7 +170,7 @@ impl Server {
 
 impl ServerBuilder {
     /// Uses `config` for identity, limits and transport settings. Its `[[tools]]` entries
-    /// are not read here; see [`crate::providers::builtin::register`].
+    /// are not read here; the binary builds them with `crate::providers`.
     pub fn config(mut self, config: Config) -> Self {
         self.config = config;
         self

@@ -13,6 +13,8 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
+/// The naming rule belongs to the configuration, which checks names before any tool exists.
+pub use crate::config::names::validate_tool_name;
 use crate::context::{ClientRequestError, RequestContext};
 use crate::protocol::CallToolResult;
 
@@ -77,23 +79,6 @@ impl std::fmt::Debug for Tool {
             .field("descriptor", &self.descriptor)
             .finish_non_exhaustive()
     }
-}
-
-/// Checks a tool name against the 2025-11-25 guidance (SEP-986): 1–128 characters from
-/// `[A-Za-z0-9_.-]`.
-pub fn validate_tool_name(name: &str) -> Result<(), String> {
-    if name.is_empty() || name.len() > 128 {
-        return Err("must be 1 to 128 characters long".into());
-    }
-    if let Some(c) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
-    {
-        return Err(format!(
-            "contains {c:?}; only A-Z, a-z, 0-9, '_', '.' and '-' are allowed"
-        ));
-    }
-    Ok(())
 }
 
 impl Tool {
@@ -255,15 +240,6 @@ pub(crate) fn call_arguments(arguments: Option<Value>) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tool_names_follow_sep_986() {
-        assert!(validate_tool_name("get_weather.v2-beta").is_ok());
-        assert!(validate_tool_name("").is_err());
-        assert!(validate_tool_name("has space").is_err());
-        assert!(validate_tool_name("a,b").is_err());
-        assert!(validate_tool_name(&"x".repeat(129)).is_err());
-    }
 
     #[test]
     fn task_support_reads_the_descriptor() {

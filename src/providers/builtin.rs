@@ -10,13 +10,14 @@ use serde_json::json;
 
 use crate::config::ToolConfig;
 use crate::context::RequestContext;
+use crate::features::FeatureSet;
 use crate::features::tools::{Tool, ToolDefinitionError, ToolError};
 use crate::protocol::{CallToolResult, ElicitAction, LogLevel};
 use crate::providers::ProviderError;
-use crate::server::ServerBuilder;
 
-/// Names accepted by `builtin = "..."`.
-pub const NAMES: &[&str] = &["echo", "sleep", "ask", "sample"];
+/// Names accepted by `builtin = "..."`; the configuration owns the list, since it checks
+/// entries before any tool is built.
+pub use crate::config::names::BUILTIN_TOOLS as NAMES;
 
 /// Progress interval of `sleep`.
 const SLEEP_PROGRESS_EVERY: Duration = Duration::from_millis(100);
@@ -46,16 +47,18 @@ struct SampleArgs {
     prompt: String,
 }
 
-/// Adds the configured builtin tools to `builder`; entries of other kinds are skipped (see
-/// [`crate::providers::build`] for all of them).
-pub fn register(mut builder: ServerBuilder, tools: &[ToolConfig]) -> ServerBuilder {
-    for config in tools.iter().filter(|t| t.builtin.is_some()) {
-        match builtin_tool(config) {
-            Ok(tool) => builder = builder.add_tool(tool),
-            Err(e) => builder = builder.error(e.to_string()),
-        }
-    }
-    builder
+/// The configured builtin tools, for `ServerBuilder::features`; entries of other kinds are
+/// skipped (see [`crate::providers::build`] for all of them).
+pub fn feature_set(tools: &[ToolConfig]) -> Result<FeatureSet, ToolDefinitionError> {
+    let tools = tools
+        .iter()
+        .filter(|t| t.builtin.is_some())
+        .map(builtin_tool)
+        .collect::<Result<_, _>>()?;
+    Ok(FeatureSet {
+        tools,
+        ..FeatureSet::default()
+    })
 }
 
 /// The builtin tool of a `[[tools]] builtin = "..."` entry.

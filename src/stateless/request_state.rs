@@ -15,12 +15,15 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
-use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+
+/// Decodes a configured key; the format is the configuration's to define.
+pub use crate::config::decode_request_state_key as decode_key;
 
 const PREFIX: &str = "v1.";
 const NONCE_LEN: usize = 24;
@@ -79,20 +82,6 @@ pub enum StateError {
 pub struct RequestStateKey {
     cipher: XChaCha20Poly1305,
     ttl: Duration,
-}
-
-/// Decodes a configured key: base64 (standard or URL-safe) of exactly 32 bytes.
-pub fn decode_key(text: &str) -> Result<[u8; 32], String> {
-    let bytes = STANDARD
-        .decode(text.trim())
-        .or_else(|_| URL_SAFE_NO_PAD.decode(text.trim()))
-        .map_err(|e| format!("not base64: {e}; generate one with `openssl rand -base64 32`"))?;
-    bytes.try_into().map_err(|b: Vec<u8>| {
-        format!(
-            "must decode to 32 bytes, got {}; generate one with `openssl rand -base64 32`",
-            b.len()
-        )
-    })
 }
 
 impl RequestStateKey {
@@ -164,6 +153,7 @@ fn now_secs() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::engine::general_purpose::STANDARD;
     use serde_json::json;
 
     fn key() -> RequestStateKey {

@@ -1,0 +1,497 @@
+//! The server-wide [`TaskStore`]: every task, its status transitions, and the bound on how
+//! many exist. It knows nothing of HTTP or of how a run executes; whoever creates or resumes
+//! a task passes a function that spawns the run ([`Run`] says what to run), so the store can
+//! be exercised on its own.
+//!
+//! Tasks sit in a `DashMap` keyed by an unguessable id. A guard is never held across an
+//! `.await`: every operation locks one entry, changes it and returns.
+//!
+//! Two races are ruled out by construction rather than by scheduling luck:
+//! - **Capacity.** `[tasks] max_tasks` is a semaphore of that many permits. A create takes
+//!   one with `try_acquire_owned` — a single atomic step, so concurrent creates can never
+//!   overshoot the bound — and the permit lives in the task's entry, so its slot frees
+//!   exactly when the entry is dropped (the task expired).
+//! - **Visibility.** A task is inserted through a vacant entry, and its run is spawned while
+//!   that entry's guard is still held. The run therefore cannot settle a task that is not in
+//!   the map yet, and a `tasks/get` right after the create reply finds it. The spawn itself
+//!   never blocks; a run that ends at once merely waits for the guard to drop.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use dashmap::DashMap;
+use dashmap::mapref::entry::Entry;
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::AbortHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::TasksSection;
+use crate::features::Features;
+use crate::jsonrpc::{RequestId, RpcError};
+use crate::protocol::ClientInfo;
+
+/// The states of a task (SEP-2663 "Task Status").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    Working,
+    InputRequired,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl TaskStatus {
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
+        )
+    }
+}
+
+/// The call a task runs, kept to run it again after `tasks/update`.
+pub(crate) struct TaskCall {
+    pub request_id: RequestId,
+    pub params: Option<Value>,
+    pub client: Arc<ClientInfo>,
+    /// Taken when the call arrived, so a reload never changes a task's tools.
+    pub features: Arc<Features>,
+}
+
+/// One run of a task's call, handed to the function that spawns it. The run reports how it
+/// ended with [`TaskStore::settle`], quoting `id` and `generation`.
+pub(crate) struct Run {
+    pub id: String,
+    pub generation: u64,
+    pub call: Arc<TaskCall>,
+    /// Every answer given so far, by input key.
+    pub answers: BTreeMap<String, Value>,
+    pub cancel: CancellationToken,
+}
+
+struct Task {
+    status: TaskStatus,
+    created_at: SystemTime,
+    last_updated_at: SystemTime,
+    call: Arc<TaskCall>,
+    /// Every answer given so far, by input key.
+    answers: BTreeMap<String, Value>,
+    /// The questions still waiting for an answer (status `input_required`).
+    input_requests: Map<String, Value>,
+    /// The final result or protocol error (terminal statuses but `cancelled`).
+    outcome: Option<Result<Value, RpcError>>,
+    /// Which run may settle the task: a run of an older generation is ignored.
+    generation: u64,
+    cancel: CancellationToken,
+    run: Option<AbortHandle>,
+    /// This task's slot under `max_tasks`, given back when the entry is dropped.
+    _slot: OwnedSemaphorePermit,
+}
+
+impl Task {
+    fn stop(&mut self) {
+        self.cancel.cancel();
+        if let Some(run) = self.run.take() {
+            run.abort();
+        }
+    }
+
+    fn touch(&mut self, status: TaskStatus) {
+        self.status = status;
+        self.last_updated_at = SystemTime::now();
+    }
+
+    /// Starts a new run with every answer given so far; older runs can no longer settle the
+    /// task. The caller holds the task's entry, so `spawn` runs before anyone else sees the
+    /// new generation.
+    fn start_run(&mut self, id: &str, spawn: impl FnOnce(Run) -> AbortHandle) {
+        self.generation += 1;
+        self.cancel = CancellationToken::new();
+        let run = Run {
+            id: id.to_string(),
+            generation: self.generation,
+            call: Arc::clone(&self.call),
+            answers: self.answers.clone(),
+            cancel: self.cancel.clone(),
+        };
+        self.run = Some(spawn(run));
+    }
+}
+
+/// Every task of the server, bounded by `[tasks] max_tasks`, each readable for `ttl`.
+pub(crate) struct TaskStore {
+    tasks: DashMap<String, Task>,
+    /// One permit per task that may exist; see the module docs.
+    slots: Arc<Semaphore>,
+    config: TasksSection,
+}
+
+fn timestamp(time: SystemTime) -> String {
+    humantime::format_rfc3339_millis(time).to_string()
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis())
+        .unwrap_or(u64::MAX)
+        .max(1)
+}
+
+fn unknown_task(id: &str) -> RpcError {
+    RpcError::invalid_params(format!(
+        "unknown taskId {id:?}: it never existed here or its ttl expired"
+    ))
+}
+
+impl TaskStore {
+    pub fn new(config: TasksSection) -> Self {
+        let permits = config.max_tasks.min(Semaphore::MAX_PERMITS);
+        TaskStore {
+            tasks: DashMap::new(),
+            slots: Arc::new(Semaphore::new(permits)),
+            config,
+        }
+    }
+
+    /// Forgets the tasks whose ttl ran out, stopping those still running; each one's slot
+    /// frees as its entry drops.
+    pub fn expire(&self) {
+        let now = SystemTime::now();
+        let ttl = self.config.ttl;
+        self.tasks.retain(|_, task| {
+            let alive = task.created_at + ttl > now;
+            if !alive {
+                task.stop();
+            }
+            alive
+        });
+    }
+
+    /// Creates a `working` task for `call` and starts its first run with `spawn`; returns
+    /// the `CreateTaskResult`. The task is in the store before its run can report, and
+    /// before this returns (SEP-2663 "durable create").
+    pub fn create(
+        &self,
+        call: TaskCall,
+        answers: BTreeMap<String, Value>,
+        spawn: impl FnOnce(Run) -> AbortHandle,
+    ) -> Result<Value, RpcError> {
+        self.expire();
+        let Ok(slot) = Arc::clone(&self.slots).try_acquire_owned() else {
+            return Err(RpcError::internal(format!(
+                "too many tasks (tasks.max_tasks = {}); retry when older tasks have expired",
+                self.config.max_tasks
+            )));
+        };
+        let now = SystemTime::now();
+        let task = Task {
+            status: TaskStatus::Working,
+            created_at: now,
+            last_updated_at: now,
+            call: Arc::new(call),
+            answers,
+            input_requests: Map::new(),
+            outcome: None,
+            generation: 0,
+            cancel: CancellationToken::new(),
+            run: None,
+            _slot: slot,
+        };
+        let id = uuid::Uuid::new_v4().to_string();
+        let mut result = self.envelope(&id, &task);
+        result.insert("resultType".into(), json!("task"));
+        let Entry::Vacant(vacant) = self.tasks.entry(id.clone()) else {
+            // A v4 uuid (122 random bits) does not repeat within a task's ttl.
+            return Err(RpcError::internal("task id collision; retry the call"));
+        };
+        vacant.insert(task).start_run(&id, spawn);
+        Ok(Value::Object(result))
+    }
+
+    /// Records how a run ended, unless the task moved on meanwhile (cancelled, expired, or
+    /// another run started).
+    pub fn settle(
+        &self,
+        id: &str,
+        generation: u64,
+        outcome: Result<Value, RpcError>,
+        inputs: Map<String, Value>,
+    ) {
+        let Some(mut task) = self.tasks.get_mut(id) else {
+            return;
+        };
+        if task.generation != generation || task.status != TaskStatus::Working {
+            return;
+        }
+        task.run = None;
+        if outcome.is_ok() && !inputs.is_empty() {
+            task.input_requests = inputs;
+            task.touch(TaskStatus::InputRequired);
+            return;
+        }
+        let status = if outcome.is_ok() {
+            TaskStatus::Completed
+        } else {
+            TaskStatus::Failed
+        };
+        task.outcome = Some(outcome);
+        task.touch(status);
+    }
+
+    /// `tasks/get`: the task, with its result, error or input requests inlined (there is no
+    /// `tasks/result` any more).
+    pub fn get(&self, id: &str) -> Result<Value, RpcError> {
+        let task = self.tasks.get(id).ok_or_else(|| unknown_task(id))?;
+        let mut detailed = self.envelope(id, &task);
+        match (&task.outcome, task.status) {
+            (Some(Ok(result)), _) => {
+                detailed.insert("result".into(), result.clone());
+            }
+            (Some(Err(error)), _) => {
+                detailed.insert("error".into(), json!(error));
+            }
+            (None, TaskStatus::InputRequired) => {
+                detailed.insert(
+                    "inputRequests".into(),
+                    Value::Object(task.input_requests.clone()),
+                );
+            }
+            (None, _) => {}
+        }
+        Ok(Value::Object(detailed))
+    }
+
+    /// `tasks/update`: records the answers to pending input requests (others are ignored)
+    /// and, once none is pending, starts a new run with every answer through `spawn`. The
+    /// reply is an empty ack; the new state shows on the next `tasks/get`.
+    pub fn update(
+        &self,
+        id: &str,
+        responses: Option<&Value>,
+        spawn: impl FnOnce(Run) -> AbortHandle,
+    ) -> Result<Value, RpcError> {
+        let responses = match responses {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(responses)) => responses.clone(),
+            Some(_) => return Err(RpcError::invalid_params("inputResponses must be an object")),
+        };
+        let mut task = self.tasks.get_mut(id).ok_or_else(|| unknown_task(id))?;
+        if task.status != TaskStatus::InputRequired {
+            return Ok(json!({}));
+        }
+        for (key, answer) in responses {
+            // Only objects can be results; anything else leaves the question pending.
+            if answer.is_object() && task.input_requests.remove(&key).is_some() {
+                task.answers.insert(key, answer);
+            }
+        }
+        if task.input_requests.is_empty() {
+            task.touch(TaskStatus::Working);
+            task.start_run(id, spawn);
+        } else {
+            task.last_updated_at = SystemTime::now();
+        }
+        Ok(json!({}))
+    }
+
+    /// `tasks/cancel`: stops a task that has not ended; an ended task is left as it is.
+    /// Either way the reply is the same empty ack (idempotent).
+    pub fn cancel(&self, id: &str) -> Result<Value, RpcError> {
+        let mut task = self.tasks.get_mut(id).ok_or_else(|| unknown_task(id))?;
+        if !task.status.is_terminal() {
+            task.stop();
+            task.input_requests.clear();
+            task.touch(TaskStatus::Cancelled);
+        }
+        Ok(json!({}))
+    }
+
+    /// The task fields every answer about the task carries (SEP-2663 `Task`).
+    fn envelope(&self, id: &str, task: &Task) -> Map<String, Value> {
+        let mut fields = Map::new();
+        fields.insert("taskId".into(), json!(id));
+        fields.insert("status".into(), json!(task.status));
+        fields.insert("createdAt".into(), json!(timestamp(task.created_at)));
+        fields.insert(
+            "lastUpdatedAt".into(),
+            json!(timestamp(task.last_updated_at)),
+        );
+        fields.insert("ttlMs".into(), json!(millis(self.config.ttl)));
+        fields.insert(
+            "pollIntervalMs".into(),
+            json!(millis(self.config.poll_interval)),
+        );
+        fields
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jsonrpc::codes;
+
+    fn call() -> TaskCall {
+        TaskCall {
+            request_id: RequestId::Number(1),
+            params: None,
+            client: Arc::new(ClientInfo {
+                implementation: Value::Null,
+                capabilities: json!({}),
+                protocol_version: None,
+            }),
+            features: Arc::new(Features::default()),
+        }
+    }
+
+    /// A run that never ends by itself (needs a runtime).
+    fn idle(_: Run) -> AbortHandle {
+        tokio::spawn(std::future::pending::<()>()).abort_handle()
+    }
+
+    fn task_id(created: &Value) -> String {
+        created["taskId"].as_str().expect("taskId").to_string()
+    }
+
+    /// A task created through the store, then put in `status` as if `created_at` ago.
+    fn stored(store: &TaskStore, status: TaskStatus, created_at: SystemTime) -> String {
+        let id = task_id(&store.create(call(), BTreeMap::new(), idle).unwrap());
+        let mut task = store.tasks.get_mut(&id).unwrap();
+        task.stop();
+        task.status = status;
+        task.created_at = created_at;
+        id
+    }
+
+    #[tokio::test]
+    async fn a_stale_run_never_overwrites_a_cancelled_task() {
+        let store = TaskStore::new(TasksSection::default());
+        let id = stored(&store, TaskStatus::Working, SystemTime::now());
+        store.cancel(&id).unwrap();
+        store.settle(&id, 1, Ok(json!({ "content": [] })), Map::new());
+        let view = store.get(&id).unwrap();
+        assert_eq!(view["status"], "cancelled");
+        assert!(view.get("result").is_none());
+        // Cancelling again is the same ack.
+        assert_eq!(store.cancel(&id).unwrap(), json!({}));
+    }
+
+    #[tokio::test]
+    async fn runs_settle_by_outcome_and_inputs() {
+        let store = TaskStore::new(TasksSection::default());
+        let done = stored(&store, TaskStatus::Working, SystemTime::now());
+        store.settle(&done, 1, Ok(json!({ "isError": true })), Map::new());
+        assert_eq!(store.get(&done).unwrap()["status"], "completed");
+
+        let failed = stored(&store, TaskStatus::Working, SystemTime::now());
+        store.settle(&failed, 1, Err(RpcError::internal("boom")), Map::new());
+        let view = store.get(&failed).unwrap();
+        assert_eq!(view["status"], "failed");
+        assert_eq!(view["error"]["code"], codes::INTERNAL_ERROR);
+
+        let asking = stored(&store, TaskStatus::Working, SystemTime::now());
+        let mut inputs = Map::new();
+        inputs.insert("input-0".into(), json!({ "method": "elicitation/create" }));
+        store.settle(&asking, 1, Ok(json!({})), inputs);
+        let view = store.get(&asking).unwrap();
+        assert_eq!(view["status"], "input_required");
+        assert_eq!(
+            view["inputRequests"]["input-0"]["method"],
+            "elicitation/create"
+        );
+        assert!(view.get("requestState").is_none());
+    }
+
+    #[tokio::test]
+    async fn expired_tasks_are_forgotten_and_unknown_ids_are_invalid_params() {
+        let store = TaskStore::new(TasksSection {
+            ttl: Duration::from_secs(60),
+            ..TasksSection::default()
+        });
+        let old = stored(
+            &store,
+            TaskStatus::Completed,
+            SystemTime::now() - Duration::from_secs(61),
+        );
+        let fresh = stored(&store, TaskStatus::Completed, SystemTime::now());
+        store.expire();
+        assert_eq!(store.get(&old).unwrap_err().code, codes::INVALID_PARAMS);
+        assert_eq!(store.get(&fresh).unwrap()["ttlMs"], 60_000);
+        assert_eq!(
+            store.cancel("nope").unwrap_err().code,
+            codes::INVALID_PARAMS
+        );
+    }
+
+    #[tokio::test]
+    async fn an_expired_task_gives_its_slot_back() {
+        let store = TaskStore::new(TasksSection {
+            max_tasks: 1,
+            ttl: Duration::from_secs(60),
+            ..TasksSection::default()
+        });
+        let first = stored(&store, TaskStatus::Completed, SystemTime::now());
+        let refused = store.create(call(), BTreeMap::new(), idle).unwrap_err();
+        assert!(refused.message.contains("tasks.max_tasks"), "{refused:?}");
+        store.tasks.get_mut(&first).unwrap().created_at -= Duration::from_secs(61);
+        let second = task_id(&store.create(call(), BTreeMap::new(), idle).unwrap());
+        assert_eq!(store.tasks.len(), 1);
+        assert_eq!(store.get(&second).unwrap()["status"], "working");
+    }
+
+    /// 64 creates race for 8 slots on several threads, and every run ends the moment it
+    /// starts. Exactly 8 tasks exist; each is readable as soon as its create returns, and
+    /// each run found its task to settle.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_creates_never_exceed_max_tasks_and_are_findable_at_once() {
+        const CREATES: usize = 64;
+        const MAX_TASKS: usize = 8;
+        let store = Arc::new(TaskStore::new(TasksSection {
+            max_tasks: MAX_TASKS,
+            ..TasksSection::default()
+        }));
+        let (runs_tx, mut runs_rx) = tokio::sync::mpsc::unbounded_channel();
+        let start = Arc::new(tokio::sync::Barrier::new(CREATES));
+        let creates: Vec<_> = (0..CREATES)
+            .map(|_| {
+                let store = Arc::clone(&store);
+                let runs_tx = runs_tx.clone();
+                let start = Arc::clone(&start);
+                tokio::spawn(async move {
+                    start.wait().await;
+                    let settling = Arc::clone(&store);
+                    let created = store.create(call(), BTreeMap::new(), move |run| {
+                        let handle = tokio::spawn(async move {
+                            settling.settle(&run.id, run.generation, Ok(json!({})), Map::new());
+                        });
+                        let abort = handle.abort_handle();
+                        runs_tx.send(handle).unwrap();
+                        abort
+                    })?;
+                    let id = task_id(&created);
+                    let seen = store.get(&id).expect("a created task is found at once");
+                    assert_eq!(seen["taskId"], id.as_str());
+                    Ok::<_, RpcError>(id)
+                })
+            })
+            .collect();
+        drop(runs_tx);
+        let mut created = Vec::new();
+        for create in creates {
+            match create.await.unwrap() {
+                Ok(id) => created.push(id),
+                Err(e) => assert!(e.message.contains("tasks.max_tasks"), "{e:?}"),
+            }
+        }
+        assert_eq!(created.len(), MAX_TASKS);
+        assert_eq!(store.tasks.len(), MAX_TASKS);
+        while let Some(run) = runs_rx.recv().await {
+            run.await.unwrap();
+        }
+        for id in &created {
+            assert_eq!(store.get(id).unwrap()["status"], "completed", "{id}");
+        }
+    }
+}
