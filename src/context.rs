@@ -90,36 +90,24 @@ pub(crate) trait ClientLink: Send + Sync + 'static {
 /// The context of one client request. Cheap to clone.
 #[derive(Clone)]
 pub struct RequestContext {
-    inner: Arc<Inner>,
+    inner: Arc<ContextParts>,
 }
 
-struct Inner {
-    request_id: RequestId,
-    session_id: Option<Arc<str>>,
-    progress_token: Option<Value>,
-    client: Arc<ClientInfo>,
-    cancel: CancellationToken,
-    link: Arc<dyn ClientLink>,
+/// What a transport knows of one request when it hands it to a handler.
+pub(crate) struct ContextParts {
+    pub request_id: RequestId,
+    /// The session it arrived in; `None` on the stateless path.
+    pub session_id: Option<Arc<str>>,
+    pub progress_token: Option<Value>,
+    pub client: Arc<ClientInfo>,
+    pub cancel: CancellationToken,
+    pub link: Arc<dyn ClientLink>,
 }
 
 impl RequestContext {
-    pub(crate) fn new(
-        request_id: RequestId,
-        session_id: Option<Arc<str>>,
-        progress_token: Option<Value>,
-        client: Arc<ClientInfo>,
-        cancel: CancellationToken,
-        link: Arc<dyn ClientLink>,
-    ) -> Self {
+    pub(crate) fn new(parts: ContextParts) -> Self {
         RequestContext {
-            inner: Arc::new(Inner {
-                request_id,
-                session_id,
-                progress_token,
-                client,
-                cancel,
-                link,
-            }),
+            inner: Arc::new(parts),
         }
     }
 

@@ -7,6 +7,31 @@
 //! not change a `Features`: it builds a new one from a [`FeatureSet`] and the server swaps
 //! the `Arc`, so a call already running keeps the tools it started with.
 
+/// The builder methods prompts and resource templates share: extra descriptor fields and a
+/// completer for their arguments. `$fields` names the descriptor fields in the docs.
+macro_rules! descriptor_and_completer {
+    ($fields:literal) => {
+        #[doc = concat!("Sets an optional descriptor field: ", $fields, ".")]
+        pub fn with(mut self, field: &str, value: serde_json::Value) -> Self {
+            self.descriptor[field] = value;
+            self
+        }
+
+        /// Answers `completion/complete` for its arguments: `(argument name, partial
+        /// value, other arguments)` to suggestions.
+        pub fn with_completer(
+            mut self,
+            completer: impl Fn(&str, &str, &crate::protocol::Arguments) -> Vec<String>
+            + Send
+            + Sync
+            + 'static,
+        ) -> Self {
+            self.completer = Some(std::sync::Arc::new(completer));
+            self
+        }
+    };
+}
+
 pub mod prompts;
 pub mod resources;
 pub mod tools;

@@ -56,20 +56,7 @@ impl Prompt {
         }
     }
 
-    /// Sets an optional descriptor field: `title`, `icons`, `_meta`.
-    pub fn with(mut self, field: &str, value: Value) -> Self {
-        self.descriptor[field] = value;
-        self
-    }
-
-    /// Answers `completion/complete` for this prompt's arguments.
-    pub fn with_completer(
-        mut self,
-        completer: impl Fn(&str, &str, &Arguments) -> Vec<String> + Send + Sync + 'static,
-    ) -> Self {
-        self.completer = Some(Arc::new(completer));
-        self
-    }
+    descriptor_and_completer!("`title`, `icons`, `_meta`");
 
     /// Checks the supplied arguments against the declared ones, then renders.
     pub(crate) async fn get(

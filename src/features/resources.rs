@@ -122,20 +122,7 @@ impl ResourceTemplate {
         })
     }
 
-    /// Sets an optional descriptor field: `title`, `description`, `annotations`, `icons`.
-    pub fn with(mut self, field: &str, value: Value) -> Self {
-        self.descriptor[field] = value;
-        self
-    }
-
-    /// Answers `completion/complete` for this template's variables.
-    pub fn with_completer(
-        mut self,
-        completer: impl Fn(&str, &str, &Arguments) -> Vec<String> + Send + Sync + 'static,
-    ) -> Self {
-        self.completer = Some(Arc::new(completer));
-        self
-    }
+    descriptor_and_completer!("`title`, `description`, `annotations`, `icons`");
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -16,16 +16,15 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::pin::Pin;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use serde_json::{Value, json};
-use tokio::sync::{OwnedSemaphorePermit, mpsc, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio::task::AbortHandle;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
 use crate::config::ResponseMode;
-use crate::context::{ClientLink, ClientRequestError, Notice, RequestContext};
+use crate::context::{ClientLink, ClientRequestError, ContextParts, Notice, RequestContext};
 use crate::dispatch::methods::answered_by_session_actor;
 use crate::dispatch::run_guarded;
 use crate::events::ServerEvent;
@@ -35,70 +34,14 @@ use crate::jsonrpc::{
 use crate::log_limit::warn_limited;
 use crate::protocol::{ClientInfo, LogLevel, ProtocolVersion};
 use crate::session::handle::SessionLink;
-use crate::session::pending::{Answer, PendingClientRequests};
+use crate::session::pending::PendingClientRequests;
 use crate::session::streams::{Attachment, GET_STREAM, Stream, StreamId};
 use crate::session::{SessionEnv, SessionError};
 
 mod outbound;
 
-/// The actor's mailbox messages.
-pub(crate) enum SessionMsg {
-    /// The messages of one POST body.
-    Post(Box<PostMsg>),
-    /// A GET: the standalone stream, or the resumption of the stream `last_event_id` names.
-    OpenStream(Box<OpenStreamMsg>),
-    Delete {
-        respond_to: oneshot::Sender<()>,
-    },
-    /// From a handler: a notification related to its client request.
-    Notify(Box<Notice>),
-    /// From a handler: a server→client request.
-    ClientRequest(Box<ClientRequestMsg>),
-    /// From a handler: close `origin`'s SSE connection, keeping the stream.
-    CloseStream(Box<RequestId>),
-    /// From a handler task: the encoded response to a client request.
-    Finished(Box<FinishedMsg>),
-    Broadcast(Arc<ServerEvent>),
-    Shutdown,
-}
-
-// Every session's mailbox allocates its first block of slots up front, so the message
-// size is paid per idle session: payloads are boxed to keep a slot at two words.
-const _: () = assert!(std::mem::size_of::<SessionMsg>() <= 16);
-
-pub(crate) struct PostMsg {
-    pub messages: Vec<Message>,
-    pub respond_to: oneshot::Sender<Result<PostOutcome, SessionError>>,
-}
-
-pub(crate) struct OpenStreamMsg {
-    pub last_event_id: Option<String>,
-    pub respond_to: oneshot::Sender<Result<Attachment, SessionError>>,
-}
-
-pub(crate) struct ClientRequestMsg {
-    pub origin: RequestId,
-    pub method: &'static str,
-    pub params: Value,
-    pub respond_to: oneshot::Sender<Answer>,
-}
-
-/// `task` tells a late message from a cancelled task apart from the answer of a newer
-/// request that reused the id.
-pub(crate) struct FinishedMsg {
-    pub id: RequestId,
-    pub task: tokio::task::Id,
-    pub response: Bytes,
-}
-
-/// What a POST gets back.
-#[derive(Debug)]
-pub(crate) enum PostOutcome {
-    /// Only notifications and responses: 202.
-    Accepted,
-    /// Requests: read their responses (and related messages) from this stream.
-    Stream(Attachment),
-}
+pub(crate) use super::messages::PostOutcome;
+use super::messages::{ClientRequestMsg, FinishedMsg, OpenStreamMsg, PostMsg, SessionMsg};
 
 struct InFlight {
     stream: StreamId,
@@ -111,7 +54,7 @@ enum Flow {
     Stop(&'static str),
 }
 
-pub(crate) struct SessionActor {
+pub(super) struct SessionActor {
     id: Arc<str>,
     version: ProtocolVersion,
     client: Arc<ClientInfo>,
@@ -136,7 +79,7 @@ pub(crate) struct SessionActor {
 }
 
 impl SessionActor {
-    pub fn new(
+    pub(super) fn new(
         id: Arc<str>,
         version: ProtocolVersion,
         client: Arc<ClientInfo>,
@@ -353,14 +296,14 @@ impl SessionActor {
             .and_then(|m| m.get("progressToken"))
             .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
             .cloned();
-        let ctx = RequestContext::new(
-            id.clone(),
-            Some(Arc::clone(&self.id)),
+        let ctx = RequestContext::new(ContextParts {
+            request_id: id.clone(),
+            session_id: Some(Arc::clone(&self.id)),
             progress_token,
-            Arc::clone(&self.client),
-            cancel.clone(),
-            Arc::clone(&self.link),
-        );
+            client: Arc::clone(&self.client),
+            cancel: cancel.clone(),
+            link: Arc::clone(&self.link),
+        });
         // The task keeps the features it started with: a reload swaps `env.features`
         // for later requests, never under a running call.
         let features = self.env.features.load_full();

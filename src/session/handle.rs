@@ -18,7 +18,7 @@ use crate::jsonrpc::{Message, RequestId};
 use crate::log_limit::warn_limited;
 use crate::protocol::ProtocolVersion;
 use crate::session::SessionError;
-use crate::session::actor::{ClientRequestMsg, OpenStreamMsg, PostMsg, PostOutcome, SessionMsg};
+use crate::session::messages::{ClientRequestMsg, OpenStreamMsg, PostMsg, PostOutcome, SessionMsg};
 use crate::session::streams::Attachment;
 
 #[derive(Clone, Debug)]
@@ -31,7 +31,7 @@ pub(crate) struct SessionHandle {
 }
 
 impl SessionHandle {
-    pub fn new(
+    pub(super) fn new(
         id: Arc<str>,
         version: ProtocolVersion,
         tx: mpsc::Sender<SessionMsg>,
@@ -117,8 +117,8 @@ impl SessionHandle {
 /// The [`ClientLink`] of handshake-era requests: messages to the session actor. The sender
 /// is weak because the actor itself keeps this link: a handler's message is sent only while
 /// the session lives.
-pub(crate) struct SessionLink {
-    pub tx: mpsc::WeakSender<SessionMsg>,
+pub(super) struct SessionLink {
+    pub(super) tx: mpsc::WeakSender<SessionMsg>,
 }
 
 impl ClientLink for SessionLink {

@@ -11,6 +11,7 @@
 
 pub(crate) mod actor;
 pub(crate) mod handle;
+mod messages;
 pub(crate) mod pending;
 pub(crate) mod registry;
 pub mod streams;

@@ -14,7 +14,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use super::link::{Frame, MAX_INPUT_REQUESTS, StatelessLink, TaskStart};
 use super::request_state::Binding;
 use super::{ModernState, Refusal, Reply, envelope, missing_capability, stamp, tasks};
-use crate::context::{ClientLink, RequestContext};
+use crate::context::{ClientLink, ContextParts, RequestContext};
 use crate::dispatch::methods;
 use crate::dispatch::run_guarded;
 use crate::jsonrpc::{self, Request, RequestId, RpcError, codes};
@@ -120,14 +120,14 @@ pub(super) async fn run(
         .with_task_start(task_start),
     );
     let cancel = CancellationToken::new();
-    let ctx = RequestContext::new(
-        request.id.clone(),
-        None,
-        envelope.progress_token,
-        Arc::clone(&client),
-        cancel.clone(),
-        Arc::clone(&link) as Arc<dyn ClientLink>,
-    );
+    let ctx = RequestContext::new(ContextParts {
+        request_id: request.id.clone(),
+        session_id: None,
+        progress_token: envelope.progress_token,
+        client: Arc::clone(&client),
+        cancel: cancel.clone(),
+        link: Arc::clone(&link) as Arc<dyn ClientLink>,
+    });
     let task_state = Arc::clone(state);
     let request_id = request.id.clone();
     let task = tokio::spawn(async move {

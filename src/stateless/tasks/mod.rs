@@ -30,7 +30,7 @@ use tokio::task::AbortHandle;
 
 use super::ModernState;
 use super::link::{MAX_INPUT_REQUESTS, StatelessLink};
-use crate::context::{ClientLink, RequestContext};
+use crate::context::{ClientLink, ContextParts, RequestContext};
 use crate::dispatch::run_guarded;
 use crate::features::Features;
 use crate::features::tools::TaskSupport;
@@ -133,14 +133,14 @@ fn spawn_run(state: &Arc<ModernState>, run: Run) -> AbortHandle {
         let (out_tx, _) = mpsc::channel(1);
         let (needed_tx, mut needed_rx) = mpsc::channel(MAX_INPUT_REQUESTS);
         let link = Arc::new(StatelessLink::new(out_tx, None, answers, needed_tx));
-        let ctx = RequestContext::new(
-            call.request_id.clone(),
-            None,
-            None,
-            Arc::clone(&call.client),
+        let ctx = RequestContext::new(ContextParts {
+            request_id: call.request_id.clone(),
+            session_id: None,
+            progress_token: None,
+            client: Arc::clone(&call.client),
             cancel,
-            Arc::clone(&link) as Arc<dyn ClientLink>,
-        );
+            link: Arc::clone(&link) as Arc<dyn ClientLink>,
+        });
         let outcome = run_guarded(&call.features, ctx, "tools/call", call.params.clone()).await;
         let mut inputs = Map::new();
         while let Ok((key, input)) = needed_rx.try_recv() {
