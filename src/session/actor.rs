@@ -12,7 +12,7 @@
 //! task in flight, fails every pending client request, closes every stream and removes its
 //! own registry entry.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -23,7 +23,6 @@ use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
-use crate::config::ResponseMode;
 use crate::context::{ClientLink, ClientRequestError, ContextParts, Notice, RequestContext};
 use crate::dispatch::methods::answered_by_session_actor;
 use crate::dispatch::run_guarded;
@@ -35,7 +34,7 @@ use crate::log_limit::warn_limited;
 use crate::protocol::{ClientInfo, LogLevel, ProtocolVersion};
 use crate::session::handle::SessionLink;
 use crate::session::pending::PendingClientRequests;
-use crate::session::streams::{Attachment, GET_STREAM, Stream, StreamId};
+use crate::session::streams::{Attachment, StreamId, StreamRules, Streams};
 use crate::session::{SessionEnv, SessionError};
 
 mod outbound;
@@ -69,9 +68,7 @@ pub(super) struct SessionActor {
     initialized: bool,
     log_level: Option<LogLevel>,
     in_flight: HashMap<RequestId, InFlight>,
-    streams: HashMap<StreamId, Stream>,
-    next_stream: StreamId,
-    finished_streams: VecDeque<StreamId>,
+    streams: Streams,
     pending: PendingClientRequests,
     subscriptions: HashSet<String>,
     last_activity: Instant,
@@ -90,6 +87,7 @@ impl SessionActor {
     ) -> Self {
         let now = Instant::now();
         let idle_deadline = now + env.config.sessions.idle_ttl;
+        let streams = Streams::new(StreamRules::new(&env.config, version.sends_priming_event()));
         SessionActor {
             id,
             version,
@@ -104,9 +102,7 @@ impl SessionActor {
             initialized: false,
             log_level: None,
             in_flight: HashMap::new(),
-            streams: HashMap::new(),
-            next_stream: GET_STREAM + 1,
-            finished_streams: VecDeque::new(),
+            streams,
             pending: PendingClientRequests::default(),
             subscriptions: HashSet::new(),
             last_activity: now,
@@ -231,32 +227,22 @@ impl SessionActor {
             debug!(session = %self.id, limit, "request refused: too many requests in flight");
             return Err(SessionError::TooManyInFlight { limit });
         }
-        let stream_id = self.next_stream;
-        self.next_stream += 1;
-        let mode = self.env.config.http.response_mode;
-        let mut stream = Stream::new(requests.len() as u32, mode == ResponseMode::Sse);
-        // Room for every immediate answer of a batch, so none can overflow the new channel.
-        let buffer = self
-            .env
-            .config
-            .http
-            .sse_connection_buffer
-            .max(requests.len() + 8);
-        let live = stream.attach(buffer);
-        let priming_id = self
-            .version
-            .sends_priming_event()
-            .then(|| stream.position_id(stream_id));
-        self.streams.insert(stream_id, stream);
+        let attachment = self.streams.open_post(requests.len());
         for request in requests {
-            self.on_client_request_received(stream_id, request);
+            self.on_client_request_received(attachment.stream, request);
         }
-        Ok(PostOutcome::Stream(Attachment {
-            stream: stream_id,
-            priming_id,
-            backlog: Vec::new(),
-            live: Some(live),
-        }))
+        Ok(PostOutcome::Stream(attachment))
+    }
+
+    fn on_open_stream(
+        &mut self,
+        last_event_id: Option<String>,
+    ) -> Result<Attachment, SessionError> {
+        let attachment = self.streams.open(last_event_id)?;
+        if !attachment.backlog.is_empty() {
+            debug!(session = %self.id, stream = attachment.stream, replayed = attachment.backlog.len(), "stream resumed");
+        }
+        Ok(attachment)
     }
 
     fn on_client_request_received(&mut self, stream: StreamId, request: Request) {
@@ -333,20 +319,13 @@ impl SessionActor {
         );
     }
 
-    /// Closes the connection of `origin`'s stream so the client resumes it later. Only
-    /// 2025-11-25 clients learn an event id before any message (the priming event), and a
-    /// JSON-only reply has no stream to resume, so elsewhere the request is left alone.
+    /// Closes the connection of `origin`'s stream so the client resumes it later.
     fn close_for_polling(&mut self, origin: &RequestId) {
-        let json_only = self.env.config.http.response_mode == ResponseMode::Json;
-        if json_only || !self.version.sends_priming_event() {
-            debug!(session = %self.id, request_id = %origin, "close_sse_stream ignored: the client could not resume");
-            return;
-        }
-        let Some(stream_id) = self.in_flight.get(origin).map(|f| f.stream) else {
+        let Some(stream) = self.in_flight.get(origin).map(|f| f.stream) else {
             return;
         };
-        if let Some(stream) = self.streams.get_mut(&stream_id) {
-            stream.close_for_polling(stream_id);
+        if !self.streams.close_for_polling(stream) {
+            debug!(session = %self.id, request_id = %origin, "close_sse_stream ignored: the client could not resume");
         }
     }
 
@@ -471,7 +450,7 @@ impl SessionActor {
             let ttl = self.env.config.sessions.idle_ttl;
             let busy = !self.in_flight.is_empty()
                 || !self.pending.is_empty()
-                || self.streams.values().any(Stream::has_live_connection);
+                || self.streams.any_live_connection();
             if busy {
                 self.last_activity = now;
             }
@@ -505,7 +484,7 @@ impl SessionActor {
                 .respond_to
                 .send(Err(ClientRequestError::SessionClosed));
         }
-        self.streams.clear();
+        self.streams.close_all();
         self.env.registry.remove(&self.id);
         info!(session = %self.id, reason, "session ended");
     }

@@ -10,10 +10,12 @@
 //! A stream's connection is a bounded channel. The actor never waits on it: a client that
 //! falls a whole buffer behind is disconnected and resumes from the log instead.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
+
+use crate::config::{Config, ResponseMode};
 
 /// Identifies a stream within its session.
 pub type StreamId = u32;
@@ -72,22 +74,199 @@ pub enum ReplayError {
     Unknown(String),
 }
 
+/// The limits and reply mode a session's streams follow, from the configuration.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StreamRules {
+    pub max_events: usize,
+    pub max_finished: usize,
+    pub connection_buffer: usize,
+    pub response_mode: ResponseMode,
+    /// The client's revision sends a priming event (2025-11-25): it learns an event id
+    /// before any message, so it can resume a stream the server closes.
+    pub priming: bool,
+}
+
+impl StreamRules {
+    pub fn new(config: &Config, priming: bool) -> Self {
+        StreamRules {
+            max_events: config.replay.max_events_per_stream,
+            max_finished: config.replay.max_finished_streams,
+            connection_buffer: config.http.sse_connection_buffer,
+            response_mode: config.http.response_mode,
+            priming,
+        }
+    }
+}
+
+/// Every stream of one session: the GET stream, the streams of POSTs in flight, and the
+/// last finished ones kept for late resumption. Owned by the session actor.
+#[derive(Debug)]
+pub(crate) struct Streams {
+    streams: HashMap<StreamId, Stream>,
+    next: StreamId,
+    finished: VecDeque<StreamId>,
+    rules: StreamRules,
+}
+
+impl Streams {
+    pub fn new(rules: StreamRules) -> Self {
+        Streams {
+            streams: HashMap::new(),
+            next: GET_STREAM + 1,
+            finished: VecDeque::new(),
+            rules,
+        }
+    }
+
+    /// Opens the stream of a POST carrying `requests` requests, with its connection.
+    pub fn open_post(&mut self, requests: usize) -> Attachment {
+        let id = self.next;
+        self.next += 1;
+        let sse_only = self.rules.response_mode == ResponseMode::Sse;
+        let mut stream = Stream::new(requests as u32, sse_only);
+        // Room for every immediate answer of a batch, so none can overflow the new channel.
+        let live = stream.attach(self.rules.connection_buffer.max(requests + 8));
+        let priming_id = self.rules.priming.then(|| stream.position_id(id));
+        self.streams.insert(id, stream);
+        Attachment {
+            stream: id,
+            priming_id,
+            backlog: Vec::new(),
+            live: Some(live),
+        }
+    }
+
+    /// Where messages related to a request on `stream` go: that stream, unless replies are
+    /// JSON-only (then the GET stream) or it has ended.
+    pub fn related(&self, stream: StreamId) -> StreamId {
+        if self.rules.response_mode == ResponseMode::Json {
+            GET_STREAM
+        } else {
+            self.live_or_get(stream)
+        }
+    }
+
+    fn live_or_get(&self, stream: StreamId) -> StreamId {
+        match self.streams.get(&stream) {
+            Some(s) if !s.finished => stream,
+            _ => GET_STREAM,
+        }
+    }
+
+    /// Logs an event on a stream and forwards it to its connection. `false` when the
+    /// connection was dropped because it was gone or too far behind.
+    pub fn emit(&mut self, id: StreamId, data: Bytes, is_response: bool) -> bool {
+        let stream = self
+            .streams
+            .entry(id)
+            .or_insert_with(|| Stream::new(0, true));
+        stream.push(id, data, is_response, self.rules.max_events)
+    }
+
+    /// Counts one request of `id` as answered; ends the stream when none remain.
+    pub fn settle(&mut self, id: StreamId) {
+        let Some(stream) = self.streams.get_mut(&id) else {
+            return;
+        };
+        stream.outstanding = stream.outstanding.saturating_sub(1);
+        if stream.outstanding > 0 {
+            return;
+        }
+        stream.finish();
+        if !stream.resumable {
+            // The client never saw an event id of this stream, so nobody can resume it.
+            self.streams.remove(&id);
+            return;
+        }
+        self.finished.push_back(id);
+        while self.finished.len() > self.rules.max_finished {
+            if let Some(old) = self.finished.pop_front() {
+                self.streams.remove(&old);
+            }
+        }
+    }
+
+    /// A GET: without `last_event_id` the GET stream (a new GET replaces the previous
+    /// connection, which closes; never 409), otherwise the resumption of the stream the id
+    /// names, from just after it.
+    pub fn open(&mut self, last_event_id: Option<String>) -> Result<Attachment, ReplayError> {
+        let buffer = self.rules.connection_buffer;
+        let window = self.rules.max_events;
+        let Some(last_event_id) = last_event_id else {
+            let stream = self
+                .streams
+                .entry(GET_STREAM)
+                .or_insert_with(|| Stream::new(0, true));
+            let live = stream.attach(buffer);
+            let priming_id = self.rules.priming.then(|| stream.position_id(GET_STREAM));
+            return Ok(Attachment {
+                stream: GET_STREAM,
+                priming_id,
+                backlog: Vec::new(),
+                live: Some(live),
+            });
+        };
+        let (id, seq) = parse_event_id(&last_event_id)
+            .ok_or_else(|| ReplayError::Unknown(last_event_id.clone()))?;
+        let Some(stream) = self.streams.get_mut(&id) else {
+            return Err(if id != GET_STREAM && id < self.next {
+                ReplayError::OutOfWindow {
+                    id: last_event_id,
+                    window,
+                }
+            } else {
+                ReplayError::Unknown(last_event_id)
+            });
+        };
+        let backlog = stream.replay_after(id, seq, window)?;
+        let live = (!stream.finished).then(|| stream.attach(buffer.max(backlog.len())));
+        Ok(Attachment {
+            stream: id,
+            priming_id: None,
+            backlog,
+            live,
+        })
+    }
+
+    /// Closes the connection of stream `id` so the client resumes it later (SEP-1699). Only
+    /// clients that learn an event id before any message (the priming event) can, and a
+    /// JSON-only reply has no stream to resume: `false` when the request is left alone.
+    pub fn close_for_polling(&mut self, id: StreamId) -> bool {
+        if self.rules.response_mode == ResponseMode::Json || !self.rules.priming {
+            return false;
+        }
+        if let Some(stream) = self.streams.get_mut(&id) {
+            stream.close_for_polling(id);
+        }
+        true
+    }
+
+    pub fn any_live_connection(&self) -> bool {
+        self.streams.values().any(Stream::has_live_connection)
+    }
+
+    /// Ends every stream; connections close once their buffered events are read.
+    pub fn close_all(&mut self) {
+        self.streams.clear();
+    }
+}
+
 /// One stream: its replay log and, while a client listens, its connection.
 #[derive(Debug)]
-pub(crate) struct Stream {
+struct Stream {
     log: VecDeque<OutEvent>,
     next_seq: u64,
     conn: Option<mpsc::Sender<OutEvent>>,
     /// Requests whose responses this stream still owes.
-    pub outstanding: u32,
+    outstanding: u32,
     /// Whether the client may know event ids of this stream (it received SSE from it), so
     /// its log is worth keeping after it finishes.
-    pub resumable: bool,
-    pub finished: bool,
+    resumable: bool,
+    finished: bool,
 }
 
 impl Stream {
-    pub fn new(outstanding: u32, resumable: bool) -> Self {
+    fn new(outstanding: u32, resumable: bool) -> Self {
         Stream {
             log: VecDeque::new(),
             next_seq: 1,
@@ -100,13 +279,13 @@ impl Stream {
 
     /// The id naming "before the next event": a connection primed with it and resumed
     /// later receives everything from here on.
-    pub fn position_id(&self, stream: StreamId) -> String {
+    fn position_id(&self, stream: StreamId) -> String {
         format_event_id(stream, self.next_seq - 1)
     }
 
     /// Logs an event and forwards it to the connection, if one is attached. Returns `false`
     /// when the connection was dropped because it was gone or too far behind.
-    pub fn push(
+    fn push(
         &mut self,
         stream: StreamId,
         data: Bytes,
@@ -150,14 +329,14 @@ impl Stream {
     }
 
     /// Attaches a new connection, replacing (and so closing) the previous one.
-    pub fn attach(&mut self, buffer: usize) -> mpsc::Receiver<OutEvent> {
+    fn attach(&mut self, buffer: usize) -> mpsc::Receiver<OutEvent> {
         let (tx, rx) = mpsc::channel(buffer.max(1));
         self.conn = Some(tx);
         rx
     }
 
     /// Closes the connection, if any, without ending the stream.
-    pub fn detach(&mut self) {
+    fn detach(&mut self) {
         self.conn = None;
     }
 
@@ -165,7 +344,7 @@ impl Stream {
     /// (2025-11-25, SEP-1699). A reply that is still waiting to choose JSON or SSE is told
     /// to switch to SSE first, with an event without data that is neither logged nor sent,
     /// so the client receives the priming event (an id to resume from, and `retry`).
-    pub fn close_for_polling(&mut self, stream: StreamId) {
+    fn close_for_polling(&mut self, stream: StreamId) {
         if !self.resumable {
             self.resumable = true;
             if let Some(conn) = &self.conn {
@@ -180,18 +359,18 @@ impl Stream {
         self.detach();
     }
 
-    pub fn has_live_connection(&self) -> bool {
+    fn has_live_connection(&self) -> bool {
         self.conn.as_ref().is_some_and(|c| !c.is_closed())
     }
 
     /// Marks the stream ended: its connection closes once the buffered events are read.
-    pub fn finish(&mut self) {
+    fn finish(&mut self) {
         self.finished = true;
         self.conn = None;
     }
 
     /// The logged events after `seq`, or an error if some of them were discarded.
-    pub fn replay_after(
+    fn replay_after(
         &self,
         stream: StreamId,
         seq: u64,

@@ -1,5 +1,6 @@
 //! The actor's outbound side: notifications and server→client requests made by handlers,
-//! server-wide events, and the SSE streams they travel on (emitting, settling, resuming).
+//! server-wide events, and the answers and notifications they put on the session's streams
+//! (the `Streams` the actor owns).
 //!
 //! Same actor, same state: these are `SessionActor` methods, kept apart from the inbound
 //! message handling in `actor.rs` so each file reads in one sitting.
@@ -11,16 +12,12 @@ use tokio::time::Instant;
 use tracing::debug;
 
 use super::{ServerEvent, SessionActor};
-use crate::config::ResponseMode;
 use crate::context::ClientRequestError;
 use crate::jsonrpc::{self, RequestId, RpcError};
 use crate::log_limit::warn_limited;
 use crate::protocol::LogLevel;
-use crate::session::SessionError;
 use crate::session::pending::{Answer, PendingClientRequest};
-use crate::session::streams::{
-    Attachment, GET_STREAM, ReplayError, Stream, StreamId, parse_event_id,
-};
+use crate::session::streams::{GET_STREAM, StreamId};
 
 impl SessionActor {
     pub(super) fn on_notify(
@@ -141,31 +138,13 @@ impl SessionActor {
 
     // ----- streams -----
 
-    /// Where messages related to a request on `stream` go: that stream, unless replies are
-    /// JSON-only (then the GET stream) or it has ended.
     pub(super) fn related_stream(&self, stream: StreamId) -> StreamId {
-        if self.env.config.http.response_mode == ResponseMode::Json {
-            GET_STREAM
-        } else {
-            self.live_stream_or_get(stream)
-        }
+        self.streams.related(stream)
     }
 
-    pub(super) fn live_stream_or_get(&self, stream: StreamId) -> StreamId {
-        match self.streams.get(&stream) {
-            Some(s) if !s.finished => stream,
-            _ => GET_STREAM,
-        }
-    }
-
-    pub(super) fn emit(&mut self, stream_id: StreamId, data: Bytes, is_response: bool) {
-        let max_events = self.env.config.replay.max_events_per_stream;
-        let stream = self
-            .streams
-            .entry(stream_id)
-            .or_insert_with(|| Stream::new(0, true));
-        if !stream.push(stream_id, data, is_response, max_events) {
-            warn_limited!(session = %self.id, stream = stream_id, "SSE connection gone or too slow; detached (events stay in the replay log)");
+    pub(super) fn emit(&mut self, stream: StreamId, data: Bytes, is_response: bool) {
+        if !self.streams.emit(stream, data, is_response) {
+            warn_limited!(session = %self.id, stream, "SSE connection gone or too slow; detached (events stay in the replay log)");
         }
     }
 
@@ -183,74 +162,7 @@ impl SessionActor {
         self.settle(stream);
     }
 
-    /// Counts one request of `stream` as done; ends the stream when none remain.
-    pub(super) fn settle(&mut self, stream_id: StreamId) {
-        let Some(stream) = self.streams.get_mut(&stream_id) else {
-            return;
-        };
-        stream.outstanding = stream.outstanding.saturating_sub(1);
-        if stream.outstanding > 0 {
-            return;
-        }
-        stream.finish();
-        if !stream.resumable {
-            // The client never saw an event id of this stream, so nobody can resume it.
-            self.streams.remove(&stream_id);
-            return;
-        }
-        self.finished_streams.push_back(stream_id);
-        while self.finished_streams.len() > self.env.config.replay.max_finished_streams {
-            if let Some(old) = self.finished_streams.pop_front() {
-                self.streams.remove(&old);
-            }
-        }
-    }
-
-    pub(super) fn on_open_stream(
-        &mut self,
-        last_event_id: Option<String>,
-    ) -> Result<Attachment, SessionError> {
-        let buffer = self.env.config.http.sse_connection_buffer;
-        let window = self.env.config.replay.max_events_per_stream;
-        let Some(last_event_id) = last_event_id else {
-            // A new GET replaces the previous one, which closes (never 409).
-            let stream = self
-                .streams
-                .entry(GET_STREAM)
-                .or_insert_with(|| Stream::new(0, true));
-            let live = stream.attach(buffer);
-            let priming_id = self
-                .version
-                .sends_priming_event()
-                .then(|| stream.position_id(GET_STREAM));
-            return Ok(Attachment {
-                stream: GET_STREAM,
-                priming_id,
-                backlog: Vec::new(),
-                live: Some(live),
-            });
-        };
-        let (stream_id, seq) = parse_event_id(&last_event_id)
-            .ok_or_else(|| ReplayError::Unknown(last_event_id.clone()))?;
-        let Some(stream) = self.streams.get_mut(&stream_id) else {
-            return Err(if stream_id != GET_STREAM && stream_id < self.next_stream {
-                ReplayError::OutOfWindow {
-                    id: last_event_id,
-                    window,
-                }
-                .into()
-            } else {
-                ReplayError::Unknown(last_event_id).into()
-            });
-        };
-        let backlog = stream.replay_after(stream_id, seq, window)?;
-        debug!(session = %self.id, stream = stream_id, replayed = backlog.len(), "stream resumed");
-        let live = (!stream.finished).then(|| stream.attach(buffer.max(backlog.len())));
-        Ok(Attachment {
-            stream: stream_id,
-            priming_id: None,
-            backlog,
-            live,
-        })
+    pub(super) fn settle(&mut self, stream: StreamId) {
+        self.streams.settle(stream);
     }
 }
