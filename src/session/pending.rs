@@ -122,3 +122,81 @@ impl PendingClientRequests {
         self.entries.drain().map(|(_, e)| e)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(origin: i64, stream: StreamId, wait: Duration) -> PendingClientRequest {
+        let (respond_to, _) = oneshot::channel();
+        let now = Instant::now();
+        PendingClientRequest {
+            respond_to,
+            origin: RequestId::Number(origin),
+            stream,
+            unsent: Some(Bytes::from(format!("ask {origin}"))),
+            deadline: now + wait,
+            hard_deadline: now + wait * 3,
+        }
+    }
+
+    #[test]
+    fn ids_are_fresh_and_the_earliest_deadline_wakes_the_actor() {
+        let mut pending = PendingClientRequests::default();
+        let (a, b) = (pending.next_id(), pending.next_id());
+        assert_ne!(a, b);
+        pending.insert(a.clone(), entry(1, 1, Duration::from_secs(5)));
+        pending.insert(b.clone(), entry(2, 2, Duration::from_secs(1)));
+        let earliest = pending.earliest_deadline().unwrap();
+        assert_eq!(earliest, pending.entries[&b].deadline);
+        assert!(pending.take_expired(Instant::now()).is_empty());
+        let expired = pending.take_expired(earliest);
+        assert_eq!(expired.len(), 1);
+        assert_eq!(expired[0].0, b);
+        assert_eq!(pending.len(), 1);
+    }
+
+    #[test]
+    fn progress_extends_a_deadline_but_never_past_the_hard_one() {
+        let mut pending = PendingClientRequests::default();
+        let id = pending.next_id();
+        pending.insert(id.clone(), entry(1, 1, Duration::from_millis(10)));
+        let hard = pending.entries[&id].hard_deadline;
+        pending.extend(&id, Duration::from_secs(3600));
+        assert_eq!(pending.entries[&id].deadline, hard);
+        pending.extend(&RequestId::Number(99), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn requests_of_one_origin_are_taken_together() {
+        let mut pending = PendingClientRequests::default();
+        for origin in [7, 7, 8] {
+            let id = pending.next_id();
+            pending.insert(id, entry(origin, 1, Duration::from_secs(5)));
+        }
+        let taken = pending.take_from_origin(&RequestId::Number(7));
+        assert_eq!(taken.len(), 2);
+        assert!(taken.iter().all(|(_, e)| e.origin == RequestId::Number(7)));
+        assert_eq!(pending.len(), 1);
+    }
+
+    #[test]
+    fn unsent_requests_come_out_once_in_the_order_they_were_made() {
+        let mut pending = PendingClientRequests::default();
+        for origin in 1..=12 {
+            let id = pending.next_id();
+            pending.insert(id, entry(origin, origin as StreamId, Duration::from_secs(5)));
+        }
+        let unsent = pending.take_unsent();
+        let order: Vec<i64> = unsent
+            .iter()
+            .map(|(id, _, _)| match id {
+                RequestId::Number(n) => *n,
+                RequestId::String(_) => -1,
+            })
+            .collect();
+        assert_eq!(order, (1..=12).collect::<Vec<_>>());
+        assert!(pending.take_unsent().is_empty(), "each is sent once");
+        assert_eq!(pending.len(), 12, "still awaiting answers");
+    }
+}

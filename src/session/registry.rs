@@ -83,3 +83,33 @@ impl SessionRegistry {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_stop_at_the_cap_and_come_back_when_released() {
+        let registry = SessionRegistry::new(2);
+        let first = registry.reserve().expect("first slot");
+        let _second = registry.reserve().expect("second slot");
+        assert!(registry.reserve().is_err(), "a third session over the cap");
+        drop(first);
+        assert!(registry.reserve().is_ok(), "a freed slot is reusable");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_reservations_never_overshoot_the_cap() {
+        let registry = Arc::new(SessionRegistry::new(8));
+        let mut tasks = Vec::new();
+        for _ in 0..64 {
+            let registry = Arc::clone(&registry);
+            tasks.push(tokio::spawn(async move { registry.reserve().ok() }));
+        }
+        let mut held = Vec::new();
+        for task in tasks {
+            held.extend(task.await.expect("task"));
+        }
+        assert_eq!(held.len(), 8);
+    }
+}
