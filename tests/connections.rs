@@ -7,8 +7,9 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::modern::Modern;
 use common::rpc_codes::SERVER_ERROR;
-use common::{BUILTIN_TOOLS_TOML, LATEST, TestServer, raw_request};
+use common::{BUILTIN_TOOLS_TOML, Client, LATEST, TestServer, raw_request};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -221,35 +222,11 @@ async fn sigterm_answers_a_session_call_in_flight_with_an_error_then_exits() {
     assert!(started.elapsed() < Duration::from_secs(5));
 }
 
-fn modern_call(id: u64, name: &str, arguments: Value) -> (Value, Vec<(&'static str, String)>) {
-    let body = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-        "name": name, "arguments": arguments,
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
-        } } });
-    let headers = vec![
-        ("MCP-Protocol-Version", "2026-07-28".to_string()),
-        ("Mcp-Method", "tools/call".to_string()),
-        ("Mcp-Name", name.to_string()),
-    ];
-    (body, headers)
-}
-
+/// A 2026-07-28 `tools/call` on a client of its own, so on a connection of its own.
 async fn post_modern(url: &str, id: u64, name: &str, arguments: Value) -> reqwest::Response {
-    let (body, headers) = modern_call(id, name, arguments);
-    let mut request = reqwest::Client::builder()
-        .timeout(LIMIT)
-        .build()
-        .expect("client")
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(body.to_string());
-    for (name, value) in headers {
-        request = request.header(name, value);
-    }
-    request.send().await.expect("POST")
+    Modern::call(id, name, arguments)
+        .send(&Client::bounded(url, LIMIT))
+        .await
 }
 
 #[tokio::test]

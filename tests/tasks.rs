@@ -2,22 +2,22 @@
 //! path, over real HTTP on 127.0.0.1: a server built through the library
 //! (`Server::builder()` … `serve_with_shutdown`) with tools that take part in tasks.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
+use common::Client;
+use common::in_process::InProcess;
+use common::modern::Modern;
+use common::rpc_codes::{INTERNAL_ERROR, INVALID_PARAMS, MISSING_CLIENT_CAPABILITY};
 use mcp_actor::config::Config;
 use mcp_actor::{CallToolResult, RequestContext, Server, ServerBuilder, TaskSupport, Tool};
 use reqwest::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::sync::oneshot;
 
-// ----- Constants written out from the spec, not imported from the crate -----
-
-const MODERN: &str = "2026-07-28";
+/// The extension's key in capabilities, written out from SEP-2663.
 const EXTENSION: &str = "io.modelcontextprotocol/tasks";
-const INVALID_PARAMS: i64 = -32602;
-const INTERNAL_ERROR: i64 = -32603;
-const MISSING_CLIENT_CAPABILITY: i64 = -32021;
 
 /// How long a test waits for a task to reach a status.
 const SETTLE: Duration = Duration::from_secs(10);
@@ -68,66 +68,46 @@ fn builder(config: Config) -> ServerBuilder {
         .add_tool(with_support(confirm, TaskSupport::Optional))
 }
 
-struct InProcess {
-    url: String,
-    http: reqwest::Client,
-    stop: Option<oneshot::Sender<()>>,
+/// The in-process server with the task tools, and a client speaking to it.
+struct TaskServer {
+    _server: InProcess,
+    client: Client,
 }
 
-impl InProcess {
-    async fn start(config: Config) -> InProcess {
-        let server = builder(config).build().expect("server builds");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let (stop, rx) = oneshot::channel::<()>();
-        tokio::spawn(server.serve_with_shutdown(listener, async {
-            rx.await.ok();
-        }));
-        InProcess {
-            url: format!("http://{addr}/mcp"),
-            http: reqwest::Client::builder()
-                .timeout(Duration::from_secs(10))
-                .build()
-                .expect("client"),
-            stop: Some(stop),
+impl TaskServer {
+    async fn start(config: Config) -> TaskServer {
+        let server = InProcess::start(builder(config)).await;
+        TaskServer {
+            client: server.client(),
+            _server: server,
         }
     }
 
     /// One 2026-07-28 request with its envelope and routing headers; `tasks` says whether
     /// the request declares the extension. Returns the HTTP status and the JSON-RPC reply.
-    async fn send(&self, method: &str, mut params: Value, tasks: bool) -> (StatusCode, Value) {
+    async fn send(&self, method: &str, params: Value, tasks: bool) -> (StatusCode, Value) {
         let extensions = if tasks {
             json!({ EXTENSION: {} })
         } else {
             json!({})
         };
-        params["_meta"] = json!({
-            "io.modelcontextprotocol/protocolVersion": MODERN,
-            "io.modelcontextprotocol/clientCapabilities": {
-                "elicitation": {},
-                "extensions": extensions,
-            },
-            "io.modelcontextprotocol/clientInfo": { "name": "tasks-tests", "version": "1" },
-        });
-        let mut request = self
-            .http
-            .post(&self.url)
-            .header("Accept", "application/json, text/event-stream")
-            .header("MCP-Protocol-Version", MODERN)
-            .header("Mcp-Method", method);
+        let mut request =
+            Modern::request(1, method).caps(json!({ "elicitation": {}, "extensions": extensions }));
         if let Some(name) = params
             .get("name")
             .or_else(|| params.get("taskId"))
             .and_then(Value::as_str)
         {
-            request = request.header("Mcp-Name", name);
+            request = request.set_header("Mcp-Name", name);
         }
-        let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
-        let resp = request.json(&body).send().await.expect("request is sent");
-        let status = resp.status();
-        (status, resp.json().await.expect("a JSON reply"))
+        for (key, value) in params.as_object().into_iter().flatten() {
+            request = request.param(key, value.clone());
+        }
+        let reply = request.reply(&self.client).await;
+        let body = reply
+            .body
+            .unwrap_or_else(|| panic!("a JSON reply to {method}"));
+        (reply.status, body)
     }
 
     /// A `tools/call`, declaring the extension or not.
@@ -172,14 +152,6 @@ impl InProcess {
     }
 }
 
-impl Drop for InProcess {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
-}
-
 fn task_id(created: &Value) -> String {
     created["taskId"]
         .as_str()
@@ -189,7 +161,7 @@ fn task_id(created: &Value) -> String {
 
 #[tokio::test]
 async fn discover_advertises_the_extension() {
-    let server = InProcess::start(Config::default()).await;
+    let server = TaskServer::start(Config::default()).await;
     let discover = server.result("server/discover", json!({})).await;
     assert!(discover["capabilities"]["extensions"][EXTENSION].is_object());
     assert!(discover["capabilities"].get("tasks").is_none());
@@ -197,7 +169,7 @@ async fn discover_advertises_the_extension() {
 
 #[tokio::test]
 async fn task_call_is_created_working_then_completes_with_its_result() {
-    let server = InProcess::start(Config::default()).await;
+    let server = TaskServer::start(Config::default()).await;
     let created = server.call("sleep", json!({ "millis": 300 })).await;
     assert_eq!(created["resultType"], "task");
     assert_eq!(created["status"], "working");
@@ -222,7 +194,7 @@ async fn task_call_is_created_working_then_completes_with_its_result() {
 
 #[tokio::test]
 async fn cancel_settles_a_running_task_as_cancelled_and_is_idempotent() {
-    let server = InProcess::start(Config::default()).await;
+    let server = TaskServer::start(Config::default()).await;
     let id = task_id(&server.call("sleep", json!({ "millis": 60_000 })).await);
     let ack = server.result("tasks/cancel", json!({ "taskId": id })).await;
     assert_eq!(ack["resultType"], "complete");
@@ -237,7 +209,7 @@ async fn cancel_settles_a_running_task_as_cancelled_and_is_idempotent() {
 
 #[tokio::test]
 async fn unknown_task_ids_get_invalid_params() {
-    let server = InProcess::start(Config::default()).await;
+    let server = TaskServer::start(Config::default()).await;
     for (method, params) in [
         ("tasks/get", json!({ "taskId": "no-such-task" })),
         ("tasks/cancel", json!({ "taskId": "no-such-task" })),
@@ -254,7 +226,7 @@ async fn unknown_task_ids_get_invalid_params() {
 
 #[tokio::test]
 async fn required_task_tool_without_the_extension_gets_missing_capability() {
-    let server = InProcess::start(Config::default()).await;
+    let server = TaskServer::start(Config::default()).await;
     let (status, reply) = server.send_call("only_as_task", json!({}), false).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{reply}");
     assert_eq!(reply["error"]["code"], MISSING_CLIENT_CAPABILITY);
@@ -263,7 +235,7 @@ async fn required_task_tool_without_the_extension_gets_missing_capability() {
 
 #[tokio::test]
 async fn without_the_extension_optional_tools_answer_directly_and_task_methods_are_refused() {
-    let server = InProcess::start(Config::default()).await;
+    let server = TaskServer::start(Config::default()).await;
     let (status, reply) = server
         .send_call("sleep", json!({ "millis": 0 }), false)
         .await;
@@ -279,7 +251,7 @@ async fn without_the_extension_optional_tools_answer_directly_and_task_methods_a
 
 #[tokio::test]
 async fn a_task_waiting_for_input_resumes_after_tasks_update() {
-    let server = InProcess::start(Config::default()).await;
+    let server = TaskServer::start(Config::default()).await;
     let id = task_id(&server.call("confirm", json!({})).await);
     let waiting = server.wait_for(&id, "input_required").await;
     let requests = waiting["inputRequests"].as_object().expect("inputRequests");
@@ -309,7 +281,7 @@ async fn a_task_waiting_for_input_resumes_after_tasks_update() {
 async fn the_task_store_is_bounded_by_max_tasks() {
     let mut config = Config::default();
     config.tasks.max_tasks = 1;
-    let server = InProcess::start(config).await;
+    let server = TaskServer::start(config).await;
     server.call("sleep", json!({ "millis": 60_000 })).await;
     let (_, reply) = server
         .send_call("sleep", json!({ "millis": 1 }), true)

@@ -1,18 +1,38 @@
 //! Shared test harness: starts the real `mcp-actor` binary on an ephemeral 127.0.0.1 port
 //! and gives a small raw MCP client over real HTTP.
+//!
+//! This file owns the server process ([`TestServer`]) and the handshake-era client
+//! ([`Client`], [`Session`]); the submodules own the rest:
+//! - [`sse`]: reading SSE streams and whole replies;
+//! - [`raw_http`]: hand-written HTTP/1.1 exchanges;
+//! - [`rpc_codes`]: the JSON-RPC error codes, written out;
+//! - [`modern`]: the 2026-07-28 request builder and its assertions;
+//! - [`in_process`]: the library server run inside the test, for what the binary cannot do.
+//!
+//! Every test binary compiles this whole tree and uses a part of it, hence the blanket
+//! `dead_code` allowance (it covers the submodules too).
 
 #![allow(dead_code)]
 
+pub mod in_process;
+pub mod modern;
+pub mod raw_http;
+pub mod rpc_codes;
+pub mod sse;
+
+// The names test files imported from `common` before it had submodules; each test binary
+// uses some of them.
+#[allow(unused_imports)]
+pub use raw_http::{RawReply, raw_request, raw_upload};
+#[allow(unused_imports)]
+pub use sse::{Event, Reply, SseReader, read_reply};
+
 use std::io::{BufRead, BufReader, Write};
-use std::pin::Pin;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use futures_util::{Stream, StreamExt};
 use reqwest::StatusCode;
-use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
-use sse_stream::{Sse, SseByteStream};
 
 pub const LATEST: &str = "2025-11-25";
 pub const ACCEPT_BOTH: &str = "application/json, text/event-stream";
@@ -265,39 +285,19 @@ pub struct Client {
     pub url: String,
 }
 
-/// A decoded reply to a POST.
-#[derive(Debug)]
-pub struct Reply {
-    pub status: StatusCode,
-    pub headers: HeaderMap,
-    pub content_type: String,
-    /// The JSON-RPC messages in the body (one for JSON, every data event for SSE).
-    pub messages: Vec<Value>,
-    /// SSE event ids in order (including the priming event's).
-    pub event_ids: Vec<String>,
-    /// The raw body for JSON replies.
-    pub body: Option<Value>,
-}
-
-impl Reply {
-    /// The response carrying `id`.
-    pub fn response(&self, id: &Value) -> Option<&Value> {
-        self.messages.iter().find(|m| {
-            m.get("id") == Some(id) && (m.get("result").is_some() || m.get("error").is_some())
-        })
-    }
-
-    pub fn is_sse(&self) -> bool {
-        self.content_type.starts_with("text/event-stream")
-    }
-}
-
 impl Client {
     pub fn new(url: &str) -> Client {
-        let http = reqwest::Client::builder()
-            .pool_max_idle_per_host(64)
-            .build()
-            .expect("client");
+        Client::with_http(url, reqwest::Client::builder())
+    }
+
+    /// A client whose every exchange, body included, fails after `limit`, so a test can
+    /// never hang on an unresponsive server. Each call makes a new connection pool.
+    pub fn bounded(url: &str, limit: Duration) -> Client {
+        Client::with_http(url, reqwest::Client::builder().timeout(limit))
+    }
+
+    fn with_http(url: &str, builder: reqwest::ClientBuilder) -> Client {
+        let http = builder.pool_max_idle_per_host(64).build().expect("client");
         Client {
             http,
             url: url.to_string(),
@@ -465,111 +465,6 @@ impl Session {
     }
 }
 
-/// One SSE event, decoded.
-#[derive(Debug, Clone)]
-pub struct Event {
-    pub id: Option<String>,
-    pub retry: Option<u64>,
-    /// `None` for events without data, `Some(Value::Null)` for an empty data field.
-    pub data: Option<Value>,
-}
-
-type EventStream = Pin<Box<dyn Stream<Item = Result<Sse, sse_stream::Error>> + Send>>;
-
-/// Reads SSE events from a response incrementally.
-pub struct SseReader {
-    inner: EventStream,
-}
-
-impl SseReader {
-    pub fn new(resp: reqwest::Response) -> SseReader {
-        SseReader {
-            inner: Box::pin(SseByteStream::new(resp.bytes_stream())),
-        }
-    }
-
-    /// The next event with an id or data (keep-alive comments are skipped), or `None` when
-    /// the stream ends or `wait` passes.
-    pub async fn next(&mut self, wait: Duration) -> Option<Event> {
-        loop {
-            let item = tokio::time::timeout(wait, self.inner.next()).await.ok()??;
-            let sse = item.ok()?;
-            if sse.id.is_none() && sse.data.is_none() {
-                continue;
-            }
-            let data = sse.data.map(|d| {
-                if d.is_empty() {
-                    Value::Null
-                } else {
-                    serde_json::from_str(&d).expect("event data is JSON")
-                }
-            });
-            return Some(Event {
-                id: sse.id,
-                retry: sse.retry,
-                data,
-            });
-        }
-    }
-
-    /// The next event that carries a JSON-RPC message.
-    pub async fn next_message(&mut self, wait: Duration) -> Option<(Option<String>, Value)> {
-        loop {
-            let event = self.next(wait).await?;
-            if let Some(data) = event.data.filter(|d| !d.is_null()) {
-                return Some((event.id, data));
-            }
-        }
-    }
-}
-
-/// Reads a whole POST reply (JSON or SSE until the stream ends).
-pub async fn read_reply(resp: reqwest::Response) -> Reply {
-    let status = resp.status();
-    let headers = resp.headers().clone();
-    let content_type = headers
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
-    if content_type.starts_with("text/event-stream") {
-        let mut reader = SseReader::new(resp);
-        let mut messages = Vec::new();
-        let mut event_ids = Vec::new();
-        while let Some(event) = reader.next(Duration::from_secs(30)).await {
-            if let Some(id) = event.id {
-                event_ids.push(id);
-            }
-            if let Some(data) = event.data.filter(|d| !d.is_null()) {
-                messages.push(data);
-            }
-        }
-        return Reply {
-            status,
-            headers,
-            content_type,
-            messages,
-            event_ids,
-            body: None,
-        };
-    }
-    let text = resp.text().await.unwrap_or_default();
-    let body: Option<Value> = serde_json::from_str(&text).ok();
-    let messages = match &body {
-        Some(Value::Array(items)) => items.clone(),
-        Some(v) => vec![v.clone()],
-        None => Vec::new(),
-    };
-    Reply {
-        status,
-        headers,
-        content_type,
-        messages,
-        event_ids: Vec::new(),
-        body,
-    }
-}
-
 // ----- Helpers for the status, feature and lifecycle tests -----
 
 /// The four builtin tools as `[[tools]]` entries, for configurations passed whole to
@@ -592,15 +487,7 @@ impl TestServer {
     /// A client whose every request, body included, fails after `limit`, so a test can
     /// never hang on an unresponsive server.
     pub fn bounded_client(&self, limit: Duration) -> Client {
-        let http = reqwest::Client::builder()
-            .pool_max_idle_per_host(64)
-            .timeout(limit)
-            .build()
-            .expect("client");
-        Client {
-            http,
-            url: self.url.clone(),
-        }
+        Client::bounded(&self.url, limit)
     }
 
     /// The endpoint path, for example `/mcp`.
@@ -619,261 +506,6 @@ impl Session {
             .into_iter()
             .fold(req, |req, (k, v)| req.header(k, v))
     }
-}
-
-impl Reply {
-    /// The JSON-RPC error code of a refusal (a JSON body with `error` and no useful id).
-    pub fn error_code(&self) -> Option<i64> {
-        self.body.as_ref()?.get("error")?.get("code")?.as_i64()
-    }
-}
-
-/// A reply read off a hand-written HTTP/1.1 exchange.
-#[derive(Debug)]
-pub struct RawReply {
-    pub status: u16,
-    /// Header names in lower case.
-    pub headers: Vec<(String, String)>,
-    /// The body; empty for SSE replies, which are not read.
-    pub body: Vec<u8>,
-}
-
-impl RawReply {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    pub fn json(&self) -> Option<Value> {
-        serde_json::from_slice(&self.body).ok()
-    }
-
-    /// The JSON-RPC error code in the body, if any.
-    pub fn error_code(&self) -> Option<i64> {
-        self.json()?.get("error")?.get("code")?.as_i64()
-    }
-}
-
-/// Sends one HTTP/1.1 request written by hand to `addr`, so that headers reqwest derives
-/// from the URL (Host) can be anything. `head_lines` are full header lines such as
-/// `"Host: evil.example.com"`; `Content-Length` and `Connection: close` are added. The
-/// reply head is read, then the body unless it is an SSE stream. Panics after `limit`.
-pub async fn raw_request(
-    addr: &str,
-    request_line: &str,
-    head_lines: &[&str],
-    body: &[u8],
-    limit: Duration,
-) -> RawReply {
-    use tokio::io::AsyncWriteExt;
-    let exchange = async {
-        let mut tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
-        let mut head = format!("{request_line}\r\n");
-        for line in head_lines {
-            head.push_str(line);
-            head.push_str("\r\n");
-        }
-        head.push_str(&format!(
-            "Content-Length: {}\r\nConnection: close\r\n\r\n",
-            body.len()
-        ));
-        tcp.write_all(head.as_bytes()).await.expect("write head");
-        tcp.write_all(body).await.expect("write body");
-        let mut reader = RawReader::default();
-        let (status, headers) = reader.read_head(&mut tcp).await;
-        let mut reply = RawReply {
-            status,
-            headers,
-            body: Vec::new(),
-        };
-        let is_sse = reply
-            .header("content-type")
-            .is_some_and(|t| t.starts_with("text/event-stream"));
-        if !is_sse {
-            let length = reply.header("content-length").and_then(|n| n.parse().ok());
-            let chunked = reply
-                .header("transfer-encoding")
-                .is_some_and(|t| t.eq_ignore_ascii_case("chunked"));
-            reply.body = reader.read_body(&mut tcp, length, chunked).await;
-        }
-        let _ = tcp.shutdown().await;
-        reply
-    };
-    tokio::time::timeout(limit, exchange)
-        .await
-        .unwrap_or_else(|_| panic!("no complete reply to {request_line:?} within {limit:?}"))
-}
-
-/// Sends a request head announcing a body of `body_len` bytes (with `Content-Length`, or
-/// chunked when `chunked`), streams filler after it, and returns the reply as soon as one
-/// arrives, without waiting for the upload to finish. Panics after `limit`.
-pub async fn raw_upload(
-    addr: &str,
-    request_line: &str,
-    head_lines: &[&str],
-    body_len: usize,
-    chunked: bool,
-    limit: Duration,
-) -> RawReply {
-    use tokio::io::AsyncWriteExt;
-    let exchange = async {
-        let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
-        let (mut read, mut write) = tcp.into_split();
-        let mut head = format!("{request_line}\r\n");
-        for line in head_lines {
-            head.push_str(line);
-            head.push_str("\r\n");
-        }
-        if chunked {
-            head.push_str("Transfer-Encoding: chunked\r\n\r\n");
-        } else {
-            head.push_str(&format!("Content-Length: {body_len}\r\n\r\n"));
-        }
-        let upload = tokio::spawn(async move {
-            const CHUNK: usize = 64 * 1024;
-            write.write_all(head.as_bytes()).await?;
-            let filler = vec![b' '; CHUNK];
-            let mut sent = 0;
-            while sent < body_len {
-                let n = CHUNK.min(body_len - sent);
-                if chunked {
-                    write.write_all(format!("{n:x}\r\n").as_bytes()).await?;
-                }
-                write.write_all(&filler[..n]).await?;
-                if chunked {
-                    write.write_all(b"\r\n").await?;
-                }
-                sent += n;
-            }
-            if chunked {
-                write.write_all(b"0\r\n\r\n").await?;
-            }
-            // Keep the write half open until the reply is read: dropping it half-closes
-            // the connection, and hyper then closes it without answering.
-            Ok::<_, std::io::Error>(write)
-        });
-        let mut reader = RawReader::default();
-        let (status, headers) = reader.read_head(&mut read).await;
-        let mut reply = RawReply {
-            status,
-            headers,
-            body: Vec::new(),
-        };
-        let length = reply.header("content-length").and_then(|n| n.parse().ok());
-        if length.is_some() {
-            reply.body = reader.read_body(&mut read, length, false).await;
-        }
-        upload.abort();
-        reply
-    };
-    tokio::time::timeout(limit, exchange)
-        .await
-        .unwrap_or_else(|_| panic!("no reply to {request_line:?} within {limit:?}"))
-}
-
-/// Incremental reader of an HTTP/1.1 reply.
-#[derive(Default)]
-struct RawReader {
-    buf: Vec<u8>,
-}
-
-impl RawReader {
-    async fn fill<R: tokio::io::AsyncRead + Unpin>(&mut self, r: &mut R) -> bool {
-        use tokio::io::AsyncReadExt;
-        let mut chunk = [0u8; 8192];
-        match r.read(&mut chunk).await {
-            Ok(0) => false,
-            Err(_) => false,
-            Ok(n) => {
-                self.buf.extend_from_slice(&chunk[..n]);
-                true
-            }
-        }
-    }
-
-    async fn read_head<R: tokio::io::AsyncRead + Unpin>(
-        &mut self,
-        r: &mut R,
-    ) -> (u16, Vec<(String, String)>) {
-        let end = loop {
-            if let Some(i) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break i;
-            }
-            assert!(
-                self.fill(r).await,
-                "connection closed before a reply head: {:?}",
-                String::from_utf8_lossy(&self.buf)
-            );
-        };
-        let head = String::from_utf8_lossy(&self.buf[..end]).into_owned();
-        self.buf.drain(..end + 4);
-        let mut lines = head.split("\r\n");
-        let status_line = lines.next().unwrap_or_default();
-        let status = status_line
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("bad status line {status_line:?}"));
-        let headers = lines
-            .filter_map(|l| l.split_once(':'))
-            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-            .collect();
-        (status, headers)
-    }
-
-    async fn read_body<R: tokio::io::AsyncRead + Unpin>(
-        &mut self,
-        r: &mut R,
-        length: Option<usize>,
-        chunked: bool,
-    ) -> Vec<u8> {
-        match length {
-            Some(n) => {
-                while self.buf.len() < n && self.fill(r).await {}
-                self.buf.truncate(n);
-                std::mem::take(&mut self.buf)
-            }
-            None => {
-                while self.fill(r).await {}
-                let raw = std::mem::take(&mut self.buf);
-                if chunked { dechunk(&raw) } else { raw }
-            }
-        }
-    }
-}
-
-/// Decodes a complete chunked body.
-fn dechunk(mut raw: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Some(i) = raw.windows(2).position(|w| w == b"\r\n") {
-        let size_text = String::from_utf8_lossy(&raw[..i]);
-        let size_text = size_text.split(';').next().unwrap_or("").trim();
-        let size = usize::from_str_radix(size_text, 16).unwrap_or(0);
-        raw = &raw[i + 2..];
-        if size == 0 || raw.len() < size {
-            break;
-        }
-        out.extend_from_slice(&raw[..size]);
-        raw = raw.get(size + 2..).unwrap_or_default();
-    }
-    out
-}
-
-/// JSON-RPC error codes as the specifications fix them, written out here (not imported from
-/// the crate) so that a changed constant in the server makes the tests fail.
-pub mod rpc_codes {
-    pub const PARSE_ERROR: i64 = -32700;
-    pub const INVALID_REQUEST: i64 = -32600;
-    pub const METHOD_NOT_FOUND: i64 = -32601;
-    pub const INVALID_PARAMS: i64 = -32602;
-    /// Implementation-defined: transport refusals (TS-SDK convention).
-    pub const SERVER_ERROR: i64 = -32000;
-    /// Implementation-defined: unknown or ended session (TS-SDK convention).
-    pub const SESSION_NOT_FOUND: i64 = -32001;
-    /// MCP `resources/read` of an unknown URI (spec `server/resources.mdx`).
-    pub const RESOURCE_NOT_FOUND: i64 = -32002;
 }
 
 /// Runs `mcp-actor check FILE` with extra environment variables, bounded in time; returns
