@@ -185,7 +185,10 @@ mod tests {
         let mut pending = PendingClientRequests::default();
         for origin in 1..=12 {
             let id = pending.next_id();
-            pending.insert(id, entry(origin, origin as StreamId, Duration::from_secs(5)));
+            pending.insert(
+                id,
+                entry(origin, origin as StreamId, Duration::from_secs(5)),
+            );
         }
         let unsent = pending.take_unsent();
         let order: Vec<i64> = unsent
