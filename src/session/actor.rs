@@ -38,6 +38,8 @@ use crate::session::streams::{Attachment, StreamId, StreamRules, Streams};
 use crate::session::{SessionEnv, SessionError};
 
 mod outbound;
+#[cfg(test)]
+mod tests;
 
 pub(crate) use super::messages::PostOutcome;
 use super::messages::{ClientRequestMsg, FinishedMsg, OpenStreamMsg, PostMsg, SessionMsg};
