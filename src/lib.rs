@@ -17,15 +17,28 @@
 //!        └─ oneshot ── subscriptions, SSE streams + replay logs ◄────────┘ Finished / Notify
 //! ```
 //!
-//! - [`http`](crate) handlers check headers, look the session up in the registry (the only
-//!   shared map), send its actor one message and await one oneshot reply.
-//! - The actor handles messages one at a time and never awaits anything slow, so its state
-//!   needs no lock. Tool work runs in spawned tasks that report back by message.
-//! - [`dispatch`] and [`features`] hold the MCP feature logic and know nothing of sessions.
-//!   The [`stateless`] path (2026-07-28) runs them per request, without an actor, through
-//!   the same [`RequestContext`] API; elicitation and sampling become `input_required`
-//!   results there.
+//! Layers, top to bottom; each uses only those below it (`tests/layers.rs` checks every
+//! `use crate::` against this order):
 //!
+//! ```text
+//!  reload → server (composition only) → http → { session | stateless } → { dispatch | providers }
+//!         → features → context → events → config → protocol → jsonrpc → log_limit
+//! ```
+//!
+//! - `http` is the only layer that knows HTTP: connections and their limits, header checks,
+//!   statuses, JSON bodies and SSE framing. Its handlers send a session actor one message and
+//!   await one oneshot reply, or hand a 2026-07-28 request to [`stateless`].
+//! - [`session`]: the actor handles messages one at a time and never awaits anything slow,
+//!   so its state needs no lock. Tool work runs in spawned tasks that report back by message.
+//! - [`stateless`] (2026-07-28) runs the same [`dispatch`] per request, without an actor,
+//!   and answers with a transport-neutral reply; elicitation and sampling become
+//!   `input_required` results there.
+//! - [`dispatch`] holds the method table; [`features`] the MCP feature logic, which knows
+//!   nothing of sessions; [`providers`] build features from the configuration.
+//! - Server-wide state is split by owner: `session::SessionEnv`, `stateless::ModernState`,
+//!   the [`events`] publisher, and the features a reload swaps; [`server`](Server) only
+//!   composes them.
+
 //! ## Embedding
 //!
 //! ```no_run

@@ -36,8 +36,8 @@ use crate::stateless::tasks::TaskStore;
 /// A configured MCP server, ready to serve.
 ///
 /// It owns nothing another layer imports: it composes each layer's own state (the session
-/// registry in [`SessionEnv`], the stateless path's key, tasks and permits in
-/// [`ModernState`]) and keeps the three things that span them: the features a reload swaps,
+/// registry in `SessionEnv`, the stateless path's key, tasks and permits in
+/// `ModernState`) and keeps the three things that span them: the features a reload swaps,
 /// the event publisher, and the shutdown signal.
 #[derive(Clone)]
 pub struct Server {

@@ -98,7 +98,7 @@ pub(crate) fn spawn_registered(
 
 /// Makes this process the reaper of its orphaned descendants (Linux
 /// `PR_SET_CHILD_SUBREAPER`), so processes a command tool detached stay within reach of
-/// [`kill_marked`]. It affects the whole process, so the binary calls it once at start.
+/// `kill_marked`. It affects the whole process, so the binary calls it once at start.
 /// Elsewhere than Linux it does nothing.
 pub fn become_child_subreaper() -> Result<(), nix::errno::Errno> {
     #[cfg(target_os = "linux")]

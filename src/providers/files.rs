@@ -4,7 +4,7 @@
 //! Files are read at each `resources/read`, so an edit shows at once; a file over
 //! `max_bytes` is refused rather than cut, because half a file read as the whole is worse
 //! than an error. How one file is read (regular files only, bounded, under
-//! `file_resources.read_timeout`) is in [`super::file_read`]; how a directory is served
+//! `file_resources.read_timeout`) is in `super::file_read`; how a directory is served
 //! without exposing anything outside it, or its hidden files, is in `files/dir.rs`.
 
 mod dir;

@@ -1,7 +1,7 @@
 //! HTTP tools: `[[tools]] url = "https://api.example.com/items/{id}{?q}"` calls an API.
 //!
 //! The URL is an RFC 6570 template expanded with `iri-string`, each value percent-encoded as
-//! its operator says. What that guarantees for every call, checked in [`target`] on the URL
+//! its operator says. What that guarantees for every call, checked in `target` on the URL
 //! that is actually sent (a call that breaks a rule is refused with an `isError` result and
 //! never reaches the network):
 //!
@@ -17,10 +17,10 @@
 //!   The value of a reserved one (`{+var}`, `{#var}`) can, which is what it is for.
 //!
 //! `mcp-actor check` warns about a `{+var}` placed before the path's first `/`
-//! ([`warnings`]), where only the first rule keeps its value off the host.
+//! (`warnings`), where only the first rule keeps its value off the host.
 //!
 //! Redirects are followed only as the tool's `follow_redirects` allows, and configured
-//! headers never go to another origin ([`exchange`]). `${ENV}` references in the URL and
+//! headers never go to another origin (`exchange`). `${ENV}` references in the URL and
 //! headers are resolved once at load, which keeps secrets out of the TOML file; for the same
 //! reason the URL is never repeated in a tool result or a log line, where it could carry such
 //! a secret to the model. The whole exchange, redirects and body included, is bounded by the

@@ -2,7 +2,8 @@
 //!
 //! - `actor`: the task that owns all of one session's state;
 //! - `handle`: the clonable sender HTTP handlers and tool tasks use to reach it;
-//! - `registry`: the map from session id to handle, the only shared structure;
+//! - `registry`: the map from session id to handle, with the cap on live sessions;
+//! - `messages`: what the actor's mailbox carries;
 //! - [`streams`]: SSE streams and their replay logs;
 //! - `pending`: server→client requests awaiting answers.
 //!

@@ -1,4 +1,4 @@
-//! The session registry: the one structure shared between sessions, a map from
+//! The session registry: the structure sessions share, a map from
 //! `Mcp-Session-Id` to [`SessionHandle`].
 //!
 //! Only [`start`](crate::session::start) inserts, with an id it has just minted, and only the

@@ -9,8 +9,8 @@
 //! `server/discover` and `subscriptions/listen` (`listen`) exist only here, and so do the
 //! task methods of the `io.modelcontextprotocol/tasks` extension (`tasks`).
 //!
-//! Nothing here knows HTTP: [`serve`] answers with a [`Reply`] (a response, a stream of
-//! messages, or a [`Refusal`]), and the HTTP layer picks statuses, headers and framing.
+//! Nothing here knows HTTP: `serve` answers with a `Reply` (a response, a stream of
+//! messages, or a `Refusal`), and the HTTP layer picks statuses, headers and framing.
 
 mod call;
 pub(crate) mod envelope;
