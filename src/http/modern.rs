@@ -2,10 +2,8 @@
 //! `shared/spec/stateless-2026-07-28.md`, in [`error::modern_status`]), one JSON body, or an
 //! SSE stream without event ids (2026-07-28 streams are not resumable).
 
-use axum::body::Body;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
 
 use crate::config::HttpSection;
 use crate::http::error::{self, HttpError};
@@ -16,23 +14,11 @@ pub(crate) fn respond(reply: Reply, config: &HttpSection) -> Response {
     match reply {
         Reply::Accepted => StatusCode::ACCEPTED.into_response(),
         Reply::Response { body, error } => {
-            json(error.map_or(StatusCode::OK, error::modern_status), body)
+            reply::json(error.map_or(StatusCode::OK, error::modern_status), body)
         }
         Reply::Stream(messages) => reply::sse_of_messages(messages, config),
         Reply::Refused(refusal) => HttpError::from(refusal).into_response(),
     }
-}
-
-fn json(status: StatusCode, body: Bytes) -> Response {
-    (
-        status,
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        Body::from(body),
-    )
-        .into_response()
 }
 
 impl From<Refusal> for HttpError {

@@ -115,15 +115,7 @@ async fn handle_post(
             )));
         };
         let (handle, body) = session::initialize(&state.sessions, &request)?;
-        let mut response = (
-            StatusCode::OK,
-            [(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            )],
-            body,
-        )
-            .into_response();
+        let mut response = reply::json(StatusCode::OK, body);
         if let Ok(value) = HeaderValue::from_str(&handle.id) {
             response.headers_mut().insert(headers::SESSION_ID, value);
         }

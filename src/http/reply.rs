@@ -76,8 +76,13 @@ fn json_response(events: Vec<OutEvent>, is_batch: bool) -> Response {
     } else {
         responses.into_iter().next().unwrap_or_default()
     };
+    json(StatusCode::OK, body)
+}
+
+/// A JSON body (one JSON-RPC message, or a batch's array) with its status.
+pub(crate) fn json(status: StatusCode, body: Bytes) -> Response {
     (
-        StatusCode::OK,
+        status,
         [(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
