@@ -53,6 +53,12 @@ fn main() -> anyhow::Result<()> {
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        // Colour only on a terminal, and never when NO_COLOR is set (no-color.org): a log
+        // file or a collector must not receive escape codes.
+        .with_ansi(
+            std::io::IsTerminal::is_terminal(&std::io::stderr())
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        )
         .init();
     // Process-wide, so set once here, before any command tool runs: orphaned descendants of
     // command tools re-parent to this process, which kills and reaps them (see
