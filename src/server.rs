@@ -90,6 +90,7 @@ impl Server {
         self.check_listen_address(listener.local_addr()?)?;
         let config = &self.app.config;
         let limits = ConnectionLimits {
+            mcp_path: Arc::from(config.server.path.as_str()),
             max_connections: config.http.max_connections,
             header_timeout: config.http.header_timeout,
             idle_timeout: config.http.idle_timeout,

@@ -67,6 +67,15 @@ async fn half_sent_headers_are_cut_off_after_header_timeout() {
 }
 
 #[tokio::test]
+async fn a_connection_that_never_sends_a_request_is_closed_after_header_timeout() {
+    let server = TestServer::with_config(&config("[http]\nheader_timeout = \"1s\"\n"));
+    let mut silent = connect(&server).await;
+    let started = Instant::now();
+    assert!(closed_by_server(&mut silent, Duration::from_secs(5)).await);
+    assert!(started.elapsed() >= Duration::from_millis(800));
+}
+
+#[tokio::test]
 async fn a_body_that_stalls_gets_408_within_body_timeout() {
     let server = TestServer::with_config(&config("[http]\nbody_timeout = \"1s\"\n"));
     let mut tcp = connect(&server).await;

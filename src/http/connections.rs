@@ -5,8 +5,8 @@
 //! connection takes a permit from a semaphore of `http.max_connections`; one more is answered
 //! 503 and closed (the refusals themselves are capped, so a flood cannot hold descriptors
 //! through them). A watchdog per connection closes it when
-//! - bytes of a request arrived but its headers did not complete within `http.header_timeout`
-//!   (slowloris), or
+//! - a request's headers did not complete within `http.header_timeout` of its first byte, or
+//!   of the accept for a connection's first request (slowloris, silent connections), or
 //! - no request has been in flight for `http.idle_timeout` (an idle keep-alive connection).
 //!
 //! A request in flight is never timed out here: a body that stalls is the POST handler's
@@ -35,7 +35,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -48,6 +48,8 @@ use crate::log_limit::LogLimiter;
 /// The bounds of [`serve`], from `[http]` and `[server]`.
 #[derive(Debug, Clone)]
 pub(crate) struct ConnectionLimits {
+    /// The MCP endpoint's path (`server.path`).
+    pub mcp_path: Arc<str>,
     pub max_connections: usize,
     pub header_timeout: Duration,
     pub idle_timeout: Duration,
@@ -192,10 +194,15 @@ impl Connection {
             activity: Arc::clone(&activity),
         });
         let (router, peer, requests) = (self.router, self.peer, Arc::clone(&activity));
+        let mcp_path = Arc::clone(&self.limits.mcp_path);
         let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
             let guard = requests.begin_request();
             let mut request = request.map(Body::new);
-            request.extensions_mut().insert(ConnectInfo(peer));
+            // Only the health probe reads the peer; the MCP endpoint's requests skip the
+            // allocation of an extensions map.
+            if request.uri().path() != &*mcp_path {
+                request.extensions_mut().insert(ConnectInfo(peer));
+            }
             let mut router = router.clone();
             async move {
                 let response = router.call(request).await?;
@@ -211,7 +218,8 @@ impl Connection {
         let conn = builder.serve_connection(io, service);
         tokio::pin!(conn);
         let mut draining = false;
-        let mut deadline = Instant::now() + self.limits.idle_timeout;
+        let mut deadline =
+            Instant::now() + self.limits.header_timeout.min(self.limits.idle_timeout);
         loop {
             tokio::select! {
                 result = conn.as_mut() => {
@@ -226,9 +234,6 @@ impl Connection {
                         return;
                     }
                     conn.as_mut().graceful_shutdown();
-                }
-                () = activity.first_byte.notified() => {
-                    deadline = deadline.min(Instant::now() + self.limits.header_timeout);
                 }
                 () = tokio::time::sleep_until(deadline) => {
                     match activity.check(&self.limits) {
@@ -255,7 +260,6 @@ struct Activity {
     idle_since_ms: AtomicU64,
     /// When the first byte of a request not yet begun arrived, in ms since `born`.
     first_byte_ms: AtomicU64,
-    first_byte: Notify,
 }
 
 impl Activity {
@@ -264,8 +268,8 @@ impl Activity {
             born: Instant::now(),
             in_flight: AtomicUsize::new(0),
             idle_since_ms: AtomicU64::new(0),
-            first_byte_ms: AtomicU64::new(NO_BYTES),
-            first_byte: Notify::new(),
+            // A new connection owes its first request: the header timeout runs from accept.
+            first_byte_ms: AtomicU64::new(0),
         }
     }
 
@@ -286,15 +290,19 @@ impl Activity {
     fn bytes_arrived(&self) {
         if self.in_flight() == 0 && self.first_byte_ms.load(Ordering::Acquire) == NO_BYTES {
             self.first_byte_ms.store(self.now_ms(), Ordering::Release);
-            self.first_byte.notify_one();
         }
     }
 
     /// The next time to look again, or why the connection must close now.
+    ///
+    /// Nothing wakes the watchdog when bytes arrive (that would cost a wake-up per request):
+    /// it looks at least every `header_timeout`, so it sees a request's first byte before
+    /// that byte's deadline and can sleep until exactly then.
     fn check(&self, limits: &ConnectionLimits) -> Result<Instant, &'static str> {
         let now = Instant::now();
+        let next_look = now + limits.header_timeout;
         if self.in_flight() > 0 {
-            return Ok(now + limits.idle_timeout);
+            return Ok(next_look);
         }
         let at = |ms: u64, after: Duration| self.born + Duration::from_millis(ms) + after;
         let first = self.first_byte_ms.load(Ordering::Acquire);
@@ -310,7 +318,11 @@ impl Activity {
                 "request headers incomplete after http.header_timeout",
             )
         };
-        if now >= due { Err(reason) } else { Ok(due) }
+        if now >= due {
+            Err(reason)
+        } else {
+            Ok(due.min(next_look))
+        }
     }
 }
 
