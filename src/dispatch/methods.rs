@@ -61,20 +61,21 @@ const fn may_need_input(mut spec: MethodSpec) -> MethodSpec {
 use AnsweredBy::{Features, SessionActor, Stateless};
 use Era::{Both, Modern, Session};
 
+/// The busiest methods come first: lookups scan the table.
 pub static METHODS: &[MethodSpec] = &[
-    method("initialize", Session, SessionActor),
+    may_need_input(method("tools/call", Both, Features)),
     method("ping", Session, SessionActor),
+    cacheable(method("tools/list", Both, Features)),
+    cacheable(may_need_input(method("resources/read", Both, Features))),
+    may_need_input(method("prompts/get", Both, Features)),
+    cacheable(method("resources/list", Both, Features)),
+    cacheable(method("resources/templates/list", Both, Features)),
+    cacheable(method("prompts/list", Both, Features)),
+    method("completion/complete", Both, Features),
+    method("initialize", Session, SessionActor),
     method("logging/setLevel", Session, SessionActor),
     method("resources/subscribe", Session, SessionActor),
     method("resources/unsubscribe", Session, SessionActor),
-    cacheable(method("tools/list", Both, Features)),
-    may_need_input(method("tools/call", Both, Features)),
-    cacheable(method("resources/list", Both, Features)),
-    cacheable(method("resources/templates/list", Both, Features)),
-    cacheable(may_need_input(method("resources/read", Both, Features))),
-    cacheable(method("prompts/list", Both, Features)),
-    may_need_input(method("prompts/get", Both, Features)),
-    method("completion/complete", Both, Features),
     cacheable(method("server/discover", Modern, Stateless)),
     method("subscriptions/listen", Modern, Stateless),
     // The tasks extension (SEP-2663). `tasks/list` and `tasks/result` of the handshake-era

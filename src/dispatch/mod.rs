@@ -50,12 +50,13 @@ pub async fn run_guarded(
     method: &str,
     params: Option<Value>,
 ) -> Result<Value, RpcError> {
-    let request_id = ctx.request_id().clone();
-    let session = ctx.session_id().map(str::to_owned);
+    // A cheap handle for the log line of the rare panic (one reference count).
+    let about = ctx.clone();
     AssertUnwindSafe(dispatch(features, ctx, method, params))
         .catch_unwind()
         .await
         .unwrap_or_else(|_| {
+            let (session, request_id) = (about.session_id(), about.request_id());
             warn_limited!(?session, %method, %request_id, "handler panicked");
             Err(RpcError::internal(format!(
                 "the handler of {method} failed unexpectedly"
