@@ -12,9 +12,10 @@
 //! A request in flight is never timed out here: a body that stalls is the POST handler's
 //! `http.body_timeout`, and SSE streams are meant to live long.
 //!
-//! On shutdown the listener closes at once; connections with no request in flight are closed
-//! at once too, busy ones finish their current response (keep-alive off, HTTP/2 GOAWAY), and
-//! whatever is still open after `server.shutdown_timeout` is dropped.
+//! The watchdog runs in a task of its own, so serving a request polls no timer. On shutdown
+//! the listener closes at once; connections with no request in flight are closed at once
+//! too, busy ones as soon as their responses are done, and whatever is still open after
+//! `server.shutdown_timeout` is dropped.
 
 use std::convert::Infallible;
 use std::io;
@@ -36,9 +37,10 @@ use hyper_util::server::conn::auto;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::AbortHandle;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, DropGuard};
 use tower_service::Service;
 
 use crate::http::error::HttpError;
@@ -93,12 +95,25 @@ pub(crate) async fn serve(
                     Ok(permit) => {
                         let connection = Connection {
                             router: router.clone(),
-                            limits: Arc::clone(&limits),
-                            closing: closing.clone(),
+                            mcp_path: Arc::clone(&limits.mcp_path),
                             peer,
                             _permit: permit,
                         };
-                        connections.spawn(connection.serve(tcp));
+                        let activity = Arc::new(Activity::new());
+                        let ended = CancellationToken::new();
+                        let serving = connections.spawn(connection.serve(
+                            tcp,
+                            Arc::clone(&activity),
+                            ended.clone().drop_guard(),
+                        ));
+                        tokio::spawn(watch(
+                            activity,
+                            Arc::clone(&limits),
+                            closing.clone(),
+                            ended,
+                            serving,
+                            peer,
+                        ));
                     }
                     Err(_) => refuse(tcp, &limits, &refusals, &mut connections),
                 }
@@ -180,21 +195,21 @@ fn refuse(
 /// One accepted connection and what it needs to serve it.
 struct Connection {
     router: Router,
-    limits: Arc<ConnectionLimits>,
-    closing: CancellationToken,
+    mcp_path: Arc<str>,
     peer: SocketAddr,
     _permit: OwnedSemaphorePermit,
 }
 
 impl Connection {
-    async fn serve(self, tcp: TcpStream) {
-        let activity = Arc::new(Activity::new());
+    /// Serves the connection until it ends or its watchdog aborts it; `_ended` tells the
+    /// watchdog, whichever way this future goes.
+    async fn serve(self, tcp: TcpStream, activity: Arc<Activity>, _ended: DropGuard) {
         let io = TokioIo::new(WatchedIo {
             inner: tcp,
             activity: Arc::clone(&activity),
         });
         let (router, peer, requests) = (self.router, self.peer, Arc::clone(&activity));
-        let mcp_path = Arc::clone(&self.limits.mcp_path);
+        let mcp_path = self.mcp_path;
         let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
             let guard = requests.begin_request();
             let mut request = request.map(Body::new);
@@ -215,36 +230,51 @@ impl Connection {
             }
         });
         let builder = auto::Builder::new(TokioExecutor::new());
-        let conn = builder.serve_connection(io, service);
-        tokio::pin!(conn);
-        let mut draining = false;
-        let mut deadline =
-            Instant::now() + self.limits.header_timeout.min(self.limits.idle_timeout);
-        loop {
-            tokio::select! {
-                result = conn.as_mut() => {
-                    if let Err(e) = result {
-                        tracing::debug!(%peer, error = %e, "connection ended with an error");
-                    }
+        if let Err(e) = builder.serve_connection(io, service).await {
+            tracing::debug!(%peer, error = %e, "connection ended with an error");
+        }
+    }
+}
+
+/// How often a draining connection is looked at until its last response is done.
+const DRAIN_POLL: Duration = Duration::from_millis(50);
+
+/// The watchdog of one connection, in a task of its own so that serving a request never
+/// polls a timer: it closes the connection (aborts its task) when `Activity::check` says
+/// so, and on shutdown as soon as no request is in flight. It ends with the connection.
+async fn watch(
+    activity: Arc<Activity>,
+    limits: Arc<ConnectionLimits>,
+    closing: CancellationToken,
+    ended: CancellationToken,
+    connection: AbortHandle,
+    peer: SocketAddr,
+) {
+    let mut deadline = Instant::now() + limits.header_timeout.min(limits.idle_timeout);
+    loop {
+        tokio::select! {
+            () = ended.cancelled() => return,
+            () = closing.cancelled() => break,
+            () = tokio::time::sleep_until(deadline) => match activity.check(&limits) {
+                Ok(next) => deadline = next,
+                Err(reason) => {
+                    tracing::debug!(%peer, reason, "connection closed");
+                    connection.abort();
                     return;
                 }
-                () = self.closing.cancelled(), if !draining => {
-                    draining = true;
-                    if activity.in_flight() == 0 {
-                        return;
-                    }
-                    conn.as_mut().graceful_shutdown();
-                }
-                () = tokio::time::sleep_until(deadline) => {
-                    match activity.check(&self.limits) {
-                        Ok(next) => deadline = next,
-                        Err(reason) => {
-                            tracing::debug!(%peer, reason, "connection closed");
-                            return;
-                        }
-                    }
-                }
-            }
+            },
+        }
+    }
+    // Shutting down: a connection closes once its responses are done (a long SSE stream
+    // ends when the session or listen stream behind it does).
+    loop {
+        if activity.in_flight() == 0 {
+            connection.abort();
+            return;
+        }
+        tokio::select! {
+            () = ended.cancelled() => return,
+            () = tokio::time::sleep(DRAIN_POLL) => {}
         }
     }
 }
