@@ -12,10 +12,22 @@
 # (-p 127.0.0.1:8080:8080), or put an authenticating proxy in front. Host and Origin checks
 # still apply: clients reaching it as localhost/127.0.0.1 pass; for other names set
 # http.allowed_hosts (and http.allowed_origins for browsers) in the configuration.
+#
+# Layers: the dependencies are built from Cargo.toml and Cargo.lock alone, against stub
+# sources, so a change to the project's own code rebuilds only the mcp-actor crate.
 
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
+# Stubs for every target the manifest declares, so cargo can resolve and build the
+# dependencies before the real sources arrive.
+RUN mkdir -p src benches \
+    && echo 'fn main() {}' > src/main.rs \
+    && touch src/lib.rs \
+    && echo 'fn main() {}' > benches/hot_path.rs \
+    && cargo build --release --locked --bin mcp-actor \
+    && rm -rf src benches target/release/.fingerprint/mcp-actor-* target/release/deps/mcp_actor-* \
+       target/release/deps/libmcp_actor-* target/release/mcp-actor
 COPY src ./src
 COPY config ./config
 COPY benches ./benches
@@ -23,12 +35,14 @@ COPY examples ./examples
 RUN cargo build --release --locked --bin mcp-actor
 
 FROM debian:bookworm-slim
+# ca-certificates pinned to bookworm's version: HTTP tools reach TLS endpoints.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends ca-certificates \
+    && apt-get install -y --no-install-recommends ca-certificates=20230311+deb12u1 \
     && rm -rf /var/lib/apt/lists/* \
-    && useradd --system --no-create-home mcp
+    && useradd --system --no-create-home --uid 10001 mcp
 COPY --from=build /src/target/release/mcp-actor /usr/local/bin/mcp-actor
-USER mcp
+# Numeric, so runtimes that check for a non-root user (runAsNonRoot) can verify it.
+USER 10001
 EXPOSE 8080
 ENTRYPOINT ["mcp-actor"]
 CMD ["--listen", "0.0.0.0:8080", "--allow-unauthenticated"]
