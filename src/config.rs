@@ -67,7 +67,8 @@ pub enum ConfigError {
         key: String,
         message: String,
     },
-    /// Every error found in one pass (the providers report all of theirs at once).
+    /// Every error found in one pass, in file order (`Config::parse` and the providers
+    /// report all of theirs at once).
     #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
     Several(Vec<ConfigError>),
 }
@@ -137,25 +138,41 @@ impl Config {
         Config::parse(&text, &display)
     }
 
-    /// Parses and validates configuration text; `origin` names it in errors.
+    /// Parses and validates configuration text; `origin` names it in errors. Every semantic
+    /// error is reported at once; a syntax or type error stops at the first (serde does).
     pub fn parse(text: &str, origin: &str) -> Result<Config, ConfigError> {
-        let deserializer =
-            toml::Deserializer::parse(text).map_err(|e| toml_error(text, origin, "", &e))?;
-        let config: Config = serde_path_to_error::deserialize(deserializer).map_err(|e| {
-            let key = e.path().to_string();
-            toml_error(text, origin, &key, e.inner())
-        })?;
-        config
-            .validate()
-            .map_err(|(key, message)| ConfigError::at_key(text, origin, &key, message))?;
+        let config = Config::parse_types(text, origin)?;
+        let mut errors = config.section_errors();
+        errors.extend(config.entry_errors());
+        if !errors.is_empty() {
+            return Err(located_errors(text, origin, errors));
+        }
         Ok(config)
     }
 
-    /// Checks what types alone cannot; errors are (dotted key, message).
-    fn validate(&self) -> Result<(), (String, String)> {
-        let bad = |key: &str, msg: &str| Err((key.to_string(), msg.to_string()));
+    /// Parses configuration text into its types only: TOML syntax, known keys, value types.
+    /// The first such error stops the parse, as serde cannot go on past it.
+    pub(crate) fn parse_types(text: &str, origin: &str) -> Result<Config, ConfigError> {
+        let deserializer =
+            toml::Deserializer::parse(text).map_err(|e| toml_error(text, origin, "", &e))?;
+        serde_path_to_error::deserialize(deserializer).map_err(|e| {
+            let key = e.path().to_string();
+            toml_error(text, origin, &key, e.inner())
+        })
+    }
+
+    /// Checks the `[[tools]]`, `[[resources]]` and `[[prompts]]` entries for what their types
+    /// cannot: every error as (dotted key, message).
+    pub(crate) fn entry_errors(&self) -> Vec<(String, String)> {
+        providers::validate(&self.tools, &self.resources, &self.prompts)
+    }
+
+    /// Checks the sections for what types alone cannot: every error as (dotted key, message).
+    pub(crate) fn section_errors(&self) -> Vec<(String, String)> {
+        let mut errors = Vec::new();
+        let mut bad = |key: &str, msg: &str| errors.push((key.to_string(), msg.to_string()));
         if !self.server.path.starts_with('/') {
-            return bad("server.path", "must start with '/', for example \"/mcp\"");
+            bad("server.path", "must start with '/', for example \"/mcp\"");
         }
         if !self
             .server
@@ -163,7 +180,7 @@ impl Config {
             .bytes()
             .all(|b| (0x21..=0x7e).contains(&b) && b != b'.')
         {
-            return bad("server.node_id", "must be visible ASCII without '.'");
+            bad("server.node_id", "must be visible ASCII without '.'");
         }
         let positive = [
             ("http.max_body_bytes", self.http.max_body_bytes),
@@ -208,7 +225,7 @@ impl Config {
         ];
         for (key, value) in positive {
             if value == 0 {
-                return bad(key, "must be greater than 0");
+                bad(key, "must be greater than 0");
             }
         }
         let durations = [
@@ -234,21 +251,45 @@ impl Config {
         ];
         for (key, value) in durations {
             if value.is_zero() {
-                return bad(key, "must be longer than 0s");
+                bad(key, "must be longer than 0s");
             }
         }
         if self.client_requests.max_timeout < self.client_requests.timeout {
-            return bad(
+            bad(
                 "client_requests.max_timeout",
                 "must not be shorter than client_requests.timeout",
             );
         }
         if let Some(key) = &self.modern.request_state_key {
             if let Err(msg) = decode_request_state_key(key) {
-                return bad("modern.request_state_key", &msg);
+                bad("modern.request_state_key", &msg);
             }
         }
-        providers::validate(&self.tools, &self.resources, &self.prompts)
+        errors
+    }
+}
+
+/// Locates every (dotted key, message) error in `text`, the contents of `origin`, in file
+/// order: one error as itself, so a lone error reads as it always has; several as
+/// [`ConfigError::Several`].
+pub(crate) fn located_errors(
+    text: &str,
+    origin: &str,
+    errors: Vec<(String, String)>,
+) -> ConfigError {
+    let mut located: Vec<ConfigError> = errors
+        .into_iter()
+        .map(|(key, message)| ConfigError::at_key(text, origin, &key, message))
+        .collect();
+    // Stable, so errors on one line keep the order their checks found them in.
+    located.sort_by_key(|e| match e {
+        ConfigError::Invalid { line, column, .. } => (*line, *column),
+        _ => (usize::MAX, usize::MAX),
+    });
+    if located.len() == 1 {
+        located.remove(0)
+    } else {
+        ConfigError::Several(located)
     }
 }
 
@@ -339,6 +380,27 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "x.toml:3:1: pagination.page_size: must be greater than 0"
+        );
+    }
+
+    #[test]
+    fn every_semantic_error_is_reported_in_file_order() {
+        let file = "[server]\npath = \"mcp\"\n\n[sessions]\nmax_sessions = 0\n\n\
+                    [pagination]\npage_size = 0\n\n[[tools]]\nbuiltin = \"nope\"\n";
+        let err = Config::parse(file, "x.toml").unwrap_err();
+        assert!(matches!(err, ConfigError::Several(_)), "{err}");
+        assert_eq!(
+            err.to_string(),
+            [
+                "x.toml:2:1: server.path: must start with '/', for example \"/mcp\"",
+                "x.toml:5:1: sessions.max_sessions: must be greater than 0",
+                "x.toml:8:1: pagination.page_size: must be greater than 0",
+                &format!(
+                    "x.toml:11:1: tools[0].builtin: unknown builtin \"nope\"; expected one of: {}",
+                    names::BUILTIN_TOOLS.join(", ")
+                ),
+            ]
+            .join("\n")
         );
     }
 }

@@ -177,11 +177,7 @@ fn raise_descriptor_limit(max_connections: usize) {
 /// Everything startup would do short of listening: parse, validate, build every provider.
 /// Warnings go to stderr and do not change the exit status.
 fn check(file: &std::path::Path) -> anyhow::Result<()> {
-    let built = LoadedConfig::read(Some(file)).and_then(|loaded| {
-        let runtime = ProviderRuntime::new(&loaded.config)?;
-        loaded.build(&runtime).map(|provided| (loaded, provided))
-    });
-    match built {
+    match LoadedConfig::read_and_build(file) {
         Ok((loaded, provided)) => {
             // Warnings do not fail the check: the server starts without those tools.
             for warning in &provided.warnings {

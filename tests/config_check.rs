@@ -175,3 +175,40 @@ async fn example_list_dir_lists_only_under_the_docs_folder() {
         );
     }
 }
+
+#[test]
+fn check_reports_every_semantic_and_tool_error_in_one_run_in_file_order() {
+    let dir = TempDir::new("every-error");
+    let path = dir.write(
+        "errors.toml",
+        r#"[server]
+path = "mcp"
+
+[sessions]
+max_sessions = 0
+
+[client_requests]
+timeout = "30s"
+max_timeout = "10s"
+
+[pagination]
+page_size = 0
+
+[[tools]]
+name = "missing_program"
+command = ["mcp-actor-no-such-program"]
+"#,
+    );
+    let (status, stdout, stderr) = common::run_check(&path, &[]);
+    assert_eq!(status.code(), Some(1), "{stdout}{stderr}");
+    let expected = [
+        "2:1: server.path: must start with '/', for example \"/mcp\"",
+        "5:1: sessions.max_sessions: must be greater than 0",
+        "9:1: client_requests.max_timeout: must not be shorter than client_requests.timeout",
+        "12:1: pagination.page_size: must be greater than 0",
+        "16:1: tools[0].command: program \"mcp-actor-no-such-program\" is not found in PATH",
+    ]
+    .map(|error| format!("{}:{error}", path.display()));
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines, expected, "{stderr}");
+}

@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::config::{Config, ConfigError, ConfigWarning, ToolConfig, ToolKind};
+use crate::config::{Config, ConfigError, ConfigWarning, ToolConfig, ToolKind, located_errors};
 use crate::features::FeatureSet;
 pub use descendants::{RUN_MARKER_VAR, become_child_subreaper};
 use process::ProcessLimits;
@@ -100,16 +100,8 @@ impl LoadedConfig {
                 base_dir: PathBuf::from("."),
             });
         };
-        let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: origin.clone(),
-            source,
-        })?;
+        let (text, origin, base_dir) = read_file(path)?;
         let config = Config::parse(&text, &origin)?;
-        let base_dir = match path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
         Ok(LoadedConfig {
             config,
             text,
@@ -118,22 +110,71 @@ impl LoadedConfig {
         })
     }
 
+    /// Reads `path` and builds its providers with a fresh [`ProviderRuntime`], as
+    /// [`LoadedConfig::read`] then [`LoadedConfig::build`] do, but reports the errors of both
+    /// in one go, in file order: what `mcp-actor check` prints. The providers are built only
+    /// when their entries are well formed (one kind each, known builtins, valid and unique
+    /// names), since building relies on that; until then the entries' own errors stand in for
+    /// the build's. A syntax or type error stops everything at the first, as in
+    /// [`Config::parse`]. It accepts exactly the files that `read` then `build` accept.
+    pub fn read_and_build(path: &Path) -> Result<(Self, Provided), ConfigError> {
+        let (text, origin, base_dir) = read_file(path)?;
+        let config = Config::parse_types(&text, &origin)?;
+        let mut errors = config.section_errors();
+        let entry_errors = config.entry_errors();
+        let built = if entry_errors.is_empty() {
+            build(&config, &base_dir, &ProviderRuntime::new(&config)?)
+        } else {
+            Err(entry_errors)
+        };
+        match built {
+            Ok(provided) if errors.is_empty() => {
+                let loaded = LoadedConfig {
+                    config,
+                    text,
+                    origin,
+                    base_dir,
+                };
+                let provided = loaded.locate_warnings(provided);
+                Ok((loaded, provided))
+            }
+            Ok(_) => Err(located_errors(&text, &origin, errors)),
+            Err(build_errors) => {
+                errors.extend(build_errors);
+                Err(located_errors(&text, &origin, errors))
+            }
+        }
+    }
+
     /// Builds every provider, reporting all errors and warnings with their lines.
     pub fn build(&self, runtime: &ProviderRuntime) -> Result<Provided, ConfigError> {
-        let mut provided = build(&self.config, &self.base_dir, runtime).map_err(|errors| {
-            ConfigError::Several(
-                errors
-                    .into_iter()
-                    .map(|(key, msg)| ConfigError::at_key(&self.text, &self.origin, &key, msg))
-                    .collect(),
-            )
-        })?;
+        let provided = build(&self.config, &self.base_dir, runtime)
+            .map_err(|errors| located_errors(&self.text, &self.origin, errors))?;
+        Ok(self.locate_warnings(provided))
+    }
+
+    fn locate_warnings(&self, mut provided: Provided) -> Provided {
         provided.warnings = std::mem::take(&mut provided.warnings)
             .into_iter()
             .map(|w| w.located(&self.text, &self.origin))
             .collect();
-        Ok(provided)
+        provided
     }
+}
+
+/// The text of the configuration file at `path`, its name for errors, and the directory
+/// its relative paths resolve against.
+fn read_file(path: &Path) -> Result<(String, String, PathBuf), ConfigError> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: origin.clone(),
+        source,
+    })?;
+    let base_dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    Ok((text, origin, base_dir))
 }
 
 /// Builds the tools, resources and prompts of `config`; relative paths resolve against

@@ -1,96 +1,116 @@
 //! The checks of `[[tools]]`, `[[resources]]` and `[[prompts]]` entries that their types
 //! alone cannot make: one kind per entry, known builtins, valid and unique names. Each error
 //! is the dotted key to blame and a message, which [`crate::config::Config`] locates in
-//! the file.
+//! the file. Every failing check is reported, so one `mcp-actor check` lists them all.
 
 use super::{EntryError, PromptConfig, ResourceConfig, ToolConfig, ToolKind};
 use crate::config::names::{BUILTIN_TOOLS, validate_tool_name};
 
 /// Checks the provider entries for what their types alone cannot: kinds, names, duplicates.
+/// Returns every error found, in entry order.
 pub(crate) fn validate(
     tools: &[ToolConfig],
     resources: &[ResourceConfig],
     prompts: &[PromptConfig],
-) -> Result<(), EntryError> {
-    let at = |table: &str, i: usize, key: &str| format!("{table}[{i}].{key}");
+) -> Vec<EntryError> {
+    let mut errors = Vec::new();
+    validate_tools(tools, &mut errors);
+    validate_resources(resources, &mut errors);
+    validate_prompts(prompts, &mut errors);
+    errors
+}
+
+fn at(table: &str, i: usize, key: &str) -> String {
+    format!("{table}[{i}].{key}")
+}
+
+fn validate_tools(tools: &[ToolConfig], errors: &mut Vec<EntryError>) {
     let mut names = std::collections::HashSet::new();
     for (i, tool) in tools.iter().enumerate() {
-        let kind = tool
-            .kind()
-            .map_err(|(key, msg)| (at("tools", i, key), msg))?;
-        if kind == ToolKind::Builtin {
-            let builtin = tool.builtin.as_deref().unwrap_or_default();
-            if !BUILTIN_TOOLS.contains(&builtin) {
-                return Err((
-                    at("tools", i, "builtin"),
-                    format!(
-                        "unknown builtin {builtin:?}; expected one of: {}",
-                        BUILTIN_TOOLS.join(", ")
-                    ),
-                ));
+        match tool.kind() {
+            Err((key, msg)) => errors.push((at("tools", i, key), msg)),
+            Ok(ToolKind::Builtin) => {
+                let builtin = tool.builtin.as_deref().unwrap_or_default();
+                if !BUILTIN_TOOLS.contains(&builtin) {
+                    errors.push((
+                        at("tools", i, "builtin"),
+                        format!(
+                            "unknown builtin {builtin:?}; expected one of: {}",
+                            BUILTIN_TOOLS.join(", ")
+                        ),
+                    ));
+                }
+            }
+            Ok(_) => {}
+        }
+        match tool.exposed_name() {
+            None => errors.push((at("tools", i, "name"), "is required".into())),
+            Some(name) => {
+                if let Err(msg) = validate_tool_name(name) {
+                    errors.push((at("tools", i, "name"), msg));
+                } else if !names.insert(name.to_string()) {
+                    errors.push((
+                        at("tools", i, "name"),
+                        format!("duplicate tool name {name:?}"),
+                    ));
+                }
             }
         }
-        let Some(name) = tool.exposed_name() else {
-            return Err((at("tools", i, "name"), "is required".into()));
-        };
-        if let Err(msg) = validate_tool_name(name) {
-            return Err((at("tools", i, "name"), msg));
-        }
-        if !names.insert(name.to_string()) {
-            return Err((
-                at("tools", i, "name"),
-                format!("duplicate tool name {name:?}"),
-            ));
-        }
         if tool.command.as_ref().is_some_and(Vec::is_empty) {
-            return Err((
+            errors.push((
                 at("tools", i, "command"),
                 "must name a program: [\"program\", \"arg\", ...]".into(),
             ));
         }
-        let zero_limit = [
+        for (key, limit) in [
             ("max_output_bytes", tool.max_output_bytes),
             ("max_response_bytes", tool.max_response_bytes),
-        ]
-        .into_iter()
-        .find(|(_, v)| *v == Some(0));
-        if let Some((key, _)) = zero_limit {
-            return Err((at("tools", i, key), "must be greater than 0".into()));
+        ] {
+            if limit == Some(0) {
+                errors.push((at("tools", i, key), "must be greater than 0".into()));
+            }
         }
         if tool.timeout.is_some_and(|t| t.is_zero()) {
-            return Err((at("tools", i, "timeout"), "must be longer than 0s".into()));
+            errors.push((at("tools", i, "timeout"), "must be longer than 0s".into()));
         }
     }
+}
+
+fn validate_resources(resources: &[ResourceConfig], errors: &mut Vec<EntryError>) {
     let mut uris = std::collections::HashSet::new();
     for (i, resource) in resources.iter().enumerate() {
-        resource
-            .kind()
-            .map_err(|(key, msg)| (at("resources", i, key), msg))?;
-        let (key, uri) = match (&resource.uri, &resource.uri_template) {
-            (Some(uri), _) => ("uri", uri),
-            (_, Some(template)) => ("uri_template", template),
-            (None, None) => continue,
+        if let Err((key, msg)) = resource.kind() {
+            errors.push((at("resources", i, key), msg));
+        }
+        let uri = match (&resource.uri, &resource.uri_template) {
+            (Some(uri), _) => Some(("uri", uri)),
+            (_, Some(template)) => Some(("uri_template", template)),
+            (None, None) => None,
         };
-        if !uris.insert(uri.clone()) {
-            return Err((
-                at("resources", i, key),
-                format!("duplicate resource {uri:?}"),
-            ));
+        if let Some((key, uri)) = uri {
+            if !uris.insert(uri.clone()) {
+                errors.push((
+                    at("resources", i, key),
+                    format!("duplicate resource {uri:?}"),
+                ));
+            }
         }
         if resource.max_bytes == Some(0) {
-            return Err((
+            errors.push((
                 at("resources", i, "max_bytes"),
                 "must be greater than 0".into(),
             ));
         }
     }
+}
+
+fn validate_prompts(prompts: &[PromptConfig], errors: &mut Vec<EntryError>) {
     let mut names = std::collections::HashSet::new();
     for (i, prompt) in prompts.iter().enumerate() {
         if prompt.name.is_empty() {
-            return Err((at("prompts", i, "name"), "must not be empty".into()));
-        }
-        if !names.insert(prompt.name.clone()) {
-            return Err((
+            errors.push((at("prompts", i, "name"), "must not be empty".into()));
+        } else if !names.insert(prompt.name.clone()) {
+            errors.push((
                 at("prompts", i, "name"),
                 format!("duplicate prompt name {:?}", prompt.name),
             ));
@@ -101,7 +121,7 @@ pub(crate) fn validate(
             !prompt.messages.is_empty(),
         ];
         if sources.iter().filter(|s| **s).count() != 1 {
-            return Err((
+            errors.push((
                 at("prompts", i, "name"),
                 "needs exactly one of `template`, `file` or `messages`".into(),
             ));
@@ -109,12 +129,11 @@ pub(crate) fn validate(
         let mut args = std::collections::HashSet::new();
         for (j, arg) in prompt.arguments.iter().enumerate() {
             if !args.insert(arg.name.as_str()) {
-                return Err((
+                errors.push((
                     format!("prompts[{i}].arguments[{j}].name"),
                     format!("duplicate argument {:?}", arg.name),
                 ));
             }
         }
     }
-    Ok(())
 }
