@@ -233,6 +233,7 @@ impl Config {
             ("http.header_timeout", self.http.header_timeout),
             ("http.body_timeout", self.http.body_timeout),
             ("http.idle_timeout", self.http.idle_timeout),
+            ("http.write_timeout", self.http.write_timeout),
             ("server.shutdown_timeout", self.server.shutdown_timeout),
             ("sessions.idle_ttl", self.sessions.idle_ttl),
             ("client_requests.timeout", self.client_requests.timeout),

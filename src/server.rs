@@ -94,6 +94,7 @@ impl Server {
             max_connections: config.http.max_connections,
             header_timeout: config.http.header_timeout,
             idle_timeout: config.http.idle_timeout,
+            write_timeout: config.http.write_timeout,
             shutdown_timeout: config.server.shutdown_timeout,
         };
         let (sessions, token) = (Arc::clone(&self.app.sessions), self.shutdown.clone());

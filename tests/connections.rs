@@ -76,6 +76,61 @@ async fn a_connection_that_never_sends_a_request_is_closed_after_header_timeout(
 }
 
 #[tokio::test]
+async fn a_client_that_stops_reading_its_reply_is_cut_off_after_write_timeout() {
+    let server = TestServer::with_config(&config(
+        "[http]\nwrite_timeout = \"1s\"\nmax_body_bytes = 33554432\n",
+    ));
+    let session = server.client().initialize(LATEST, json!({})).await;
+    session.notify("notifications/initialized", None).await;
+    // A reply far larger than what the kernel buffers on both ends can absorb.
+    let text = "x".repeat(24 * 1024 * 1024);
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": { "name": "echo", "arguments": { "text": text } } })
+    .to_string();
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket
+        .set_recv_buffer_size(4096)
+        .expect("small receive buffer");
+    let mut tcp = socket
+        .connect(server.addr.parse().expect("address"))
+        .await
+        .expect("connect");
+    let head = format!(
+        "POST {} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMcp-Session-Id: {}\r\n\
+         MCP-Protocol-Version: {LATEST}\r\nContent-Length: {}\r\n\r\n",
+        server.path(),
+        session.id,
+        body.len()
+    );
+    tcp.write_all(head.as_bytes()).await.expect("head");
+    tcp.write_all(body.as_bytes()).await.expect("body");
+    // Read nothing while the server writes, then everything that is left.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let mut received = 0usize;
+    let mut buf = vec![0u8; 1 << 16];
+    let drained = tokio::time::timeout(LIMIT, async {
+        loop {
+            match tcp.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => received += n,
+            }
+        }
+    })
+    .await;
+    assert!(drained.is_ok(), "the stalled reply was still held open");
+    assert!(
+        received < body.len(),
+        "the whole reply ({received} bytes) went out to a client that stopped reading"
+    );
+    // The server keeps serving.
+    let text = session
+        .call_tool_text(json!(2), "echo", json!({ "text": "still here" }))
+        .await;
+    assert_eq!(text, "still here");
+}
+
+#[tokio::test]
 async fn a_body_that_stalls_gets_408_within_body_timeout() {
     let server = TestServer::with_config(&config("[http]\nbody_timeout = \"1s\"\n"));
     let mut tcp = connect(&server).await;
@@ -200,6 +255,24 @@ async fn response_with_id(resp: reqwest::Response, id: &Value) -> Option<Value> 
     reply.response(id).cloned()
 }
 
+/// Lets the call `pending` start, sends SIGTERM, and returns the call's response and when
+/// the signal went out; fails if the server is still running 10 s later.
+async fn response_after_sigterm(
+    server: &mut TestServer,
+    pending: tokio::task::JoinHandle<Option<Value>>,
+) -> (Value, Instant) {
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = Instant::now();
+    let status = server.terminate(Duration::from_secs(10));
+    assert!(status.is_some(), "still running 10 s after SIGTERM");
+    let response = tokio::time::timeout(LIMIT, pending)
+        .await
+        .expect("the call's reply ended")
+        .expect("task")
+        .expect("a response for the aborted call");
+    (response, started)
+}
+
 #[tokio::test]
 async fn sigterm_answers_a_session_call_in_flight_with_an_error_then_exits() {
     let mut server = TestServer::with_config(&config(""));
@@ -211,15 +284,7 @@ async fn sigterm_answers_a_session_call_in_flight_with_an_error_then_exits() {
         let resp = session.post_value(&call).await;
         response_with_id(resp, &json!(7)).await
     });
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let started = Instant::now();
-    let status = server.terminate(Duration::from_secs(10));
-    assert!(status.is_some(), "still running 10 s after SIGTERM");
-    let response = tokio::time::timeout(LIMIT, pending)
-        .await
-        .expect("the call's reply ended")
-        .expect("task")
-        .expect("a response for the aborted call");
+    let (response, started) = response_after_sigterm(&mut server, pending).await;
     assert_eq!(response["error"]["code"], SERVER_ERROR, "{response}");
     assert!(
         response["error"]["message"]
@@ -246,15 +311,7 @@ async fn sigterm_answers_a_stateless_call_in_flight_with_an_error_then_exits() {
         let resp = post_modern(&url, 9, "sleep", json!({ "ms": 30000 })).await;
         response_with_id(resp, &json!(9)).await
     });
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let started = Instant::now();
-    let status = server.terminate(Duration::from_secs(10));
-    assert!(status.is_some(), "still running 10 s after SIGTERM");
-    let response = tokio::time::timeout(LIMIT, pending)
-        .await
-        .expect("the call's reply ended")
-        .expect("task")
-        .expect("a response for the aborted call");
+    let (response, started) = response_after_sigterm(&mut server, pending).await;
     assert_eq!(response["error"]["code"], SERVER_ERROR, "{response}");
     assert!(started.elapsed() < Duration::from_secs(5));
 }

@@ -107,6 +107,9 @@ pub struct HttpSection {
     /// How long a keep-alive connection may stay open with no request on it.
     #[serde(with = "humantime_serde")]
     pub idle_timeout: Duration,
+    /// How long a reply may wait on a client that stopped reading it.
+    #[serde(with = "humantime_serde")]
+    pub write_timeout: Duration,
 }
 
 impl Default for HttpSection {
@@ -123,6 +126,7 @@ impl Default for HttpSection {
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(60),
+            write_timeout: Duration::from_secs(30),
         }
     }
 }

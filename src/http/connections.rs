@@ -7,9 +7,12 @@
 //! through them). A watchdog per connection closes it when
 //! - a request's headers did not complete within `http.header_timeout` of its first byte, or
 //!   of the accept for a connection's first request (slowloris, silent connections), or
-//! - no request has been in flight for `http.idle_timeout` (an idle keep-alive connection).
+//! - no request has been in flight for `http.idle_timeout` (an idle keep-alive connection),
+//!   or
+//! - a write to the client has been blocked for `http.write_timeout`: the client stopped
+//!   reading, and would otherwise hold the connection (and its reply) forever.
 //!
-//! A request in flight is never timed out here: a body that stalls is the POST handler's
+//! A request in flight is not otherwise timed out here: a body that stalls is the POST handler's
 //! `http.body_timeout`, and SSE streams are meant to live long.
 //!
 //! The watchdog runs in a task of its own, so serving a request polls no timer. On shutdown
@@ -55,6 +58,7 @@ pub(crate) struct ConnectionLimits {
     pub max_connections: usize,
     pub header_timeout: Duration,
     pub idle_timeout: Duration,
+    pub write_timeout: Duration,
     pub shutdown_timeout: Duration,
 }
 
@@ -250,7 +254,8 @@ async fn watch(
     connection: AbortHandle,
     peer: SocketAddr,
 ) {
-    let mut deadline = Instant::now() + limits.header_timeout.min(limits.idle_timeout);
+    let first_look = limits.header_timeout.min(limits.write_timeout);
+    let mut deadline = Instant::now() + first_look.min(limits.idle_timeout);
     loop {
         tokio::select! {
             () = ended.cancelled() => return,
@@ -290,6 +295,8 @@ struct Activity {
     idle_since_ms: AtomicU64,
     /// When the first byte of a request not yet begun arrived, in ms since `born`.
     first_byte_ms: AtomicU64,
+    /// Since when a write to the client has been waiting for room, in ms since `born`.
+    write_blocked_ms: AtomicU64,
 }
 
 impl Activity {
@@ -300,6 +307,7 @@ impl Activity {
             idle_since_ms: AtomicU64::new(0),
             // A new connection owes its first request: the header timeout runs from accept.
             first_byte_ms: AtomicU64::new(0),
+            write_blocked_ms: AtomicU64::new(NO_BYTES),
         }
     }
 
@@ -317,6 +325,18 @@ impl Activity {
         RequestGuard(Arc::clone(self))
     }
 
+    /// Notes whether a write went through or has to wait for the client to read.
+    fn write_polled<T>(&self, polled: &Poll<T>) {
+        let blocked = self.write_blocked_ms.load(Ordering::Relaxed);
+        match (polled.is_pending(), blocked == NO_BYTES) {
+            (true, true) => self
+                .write_blocked_ms
+                .store(self.now_ms(), Ordering::Relaxed),
+            (false, false) => self.write_blocked_ms.store(NO_BYTES, Ordering::Relaxed),
+            _ => {}
+        }
+    }
+
     fn bytes_arrived(&self) {
         if self.in_flight() == 0 && self.first_byte_ms.load(Ordering::Acquire) == NO_BYTES {
             self.first_byte_ms.store(self.now_ms(), Ordering::Release);
@@ -325,16 +345,24 @@ impl Activity {
 
     /// The next time to look again, or why the connection must close now.
     ///
-    /// Nothing wakes the watchdog when bytes arrive (that would cost a wake-up per request):
-    /// it looks at least every `header_timeout`, so it sees a request's first byte before
-    /// that byte's deadline and can sleep until exactly then.
+    /// Nothing wakes the watchdog when bytes arrive or a write blocks (that would cost a
+    /// wake-up per request): it looks at least every `header_timeout` and `write_timeout`,
+    /// so it sees each start before its deadline and can sleep until exactly then.
     fn check(&self, limits: &ConnectionLimits) -> Result<Instant, &'static str> {
         let now = Instant::now();
-        let next_look = now + limits.header_timeout;
+        let at = |ms: u64, after: Duration| self.born + Duration::from_millis(ms) + after;
+        let mut next_look = now + limits.header_timeout.min(limits.write_timeout);
+        let blocked = self.write_blocked_ms.load(Ordering::Acquire);
+        if blocked != NO_BYTES {
+            let due = at(blocked, limits.write_timeout);
+            if now >= due {
+                return Err("the client stopped reading its reply for http.write_timeout");
+            }
+            next_look = next_look.min(due);
+        }
         if self.in_flight() > 0 {
             return Ok(next_look);
         }
-        let at = |ms: u64, after: Duration| self.born + Duration::from_millis(ms) + after;
         let first = self.first_byte_ms.load(Ordering::Acquire);
         let (due, reason) = if first == NO_BYTES {
             let idle = self.idle_since_ms.load(Ordering::Acquire);
@@ -423,7 +451,9 @@ impl AsyncWrite for WatchedIo {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.activity.write_polled(&polled);
+        polled
     }
 
     fn poll_write_vectored(
@@ -431,7 +461,9 @@ impl AsyncWrite for WatchedIo {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.activity.write_polled(&polled);
+        polled
     }
 
     fn is_write_vectored(&self) -> bool {

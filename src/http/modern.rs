@@ -32,9 +32,11 @@ impl From<Refusal> for HttpError {
             Refusal::TooManyListenStreams { .. } => {
                 HttpError::new(StatusCode::SERVICE_UNAVAILABLE, code, message).retry_after(5)
             }
-            Refusal::ListenNeedsEventStream => {
-                HttpError::new(StatusCode::NOT_ACCEPTABLE, code, message)
-            }
+            Refusal::ListenNeedsEventStream => HttpError::new(
+                StatusCode::NOT_ACCEPTABLE,
+                code,
+                "Not Acceptable: subscriptions/listen answers with an SSE stream; accept text/event-stream",
+            ),
         }
     }
 }

@@ -88,8 +88,9 @@ pub(crate) enum Refusal {
     TooManyCalls { limit: usize },
     #[error("the server has {limit} listen streams open (modern.max_listen_streams); retry later")]
     TooManyListenStreams { limit: usize },
+    /// The transport cannot carry the stream of messages a listen answers with.
     #[error(
-        "Not Acceptable: subscriptions/listen answers with an SSE stream; accept text/event-stream"
+        "subscriptions/listen answers with a stream of messages, which this request does not accept"
     )]
     ListenNeedsEventStream,
 }
