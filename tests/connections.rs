@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::modern::Modern;
 use common::rpc_codes::SERVER_ERROR;
-use common::{BUILTIN_TOOLS_TOML, Client, LATEST, TestServer, raw_request};
+use common::{BUILTIN_TOOLS_TOML, Client, LATEST, TempDir, TestServer, raw_request};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -77,15 +77,23 @@ async fn a_connection_that_never_sends_a_request_is_closed_after_header_timeout(
 
 #[tokio::test]
 async fn a_client_that_stops_reading_its_reply_is_cut_off_after_write_timeout() {
-    let server = TestServer::with_config(&config(
-        "[http]\nwrite_timeout = \"1s\"\nmax_body_bytes = 33554432\n",
-    ));
+    // A tiny request whose reply (a 24 MiB file) is far larger than what the kernel buffers
+    // on both ends can absorb, so the server is writing within moments of the request.
+    const REPLY_BYTES: usize = 24 * 1024 * 1024;
+    let dir = TempDir::new("write-timeout");
+    dir.write("big.txt", &"x".repeat(REPLY_BYTES));
+    let config_path = dir.write(
+        "server.toml",
+        &config(
+            "[http]\nwrite_timeout = \"1s\"\n\n[file_resources]\nmax_bytes = 33554432\n\n\
+             [[resources]]\nuri = \"file:///big.txt\"\nname = \"big\"\nfile = \"big.txt\"\n",
+        ),
+    );
+    let server = TestServer::with_config_file(&config_path, &[]);
     let session = server.client().initialize(LATEST, json!({})).await;
     session.notify("notifications/initialized", None).await;
-    // A reply far larger than what the kernel buffers on both ends can absorb.
-    let text = "x".repeat(24 * 1024 * 1024);
-    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": { "name": "echo", "arguments": { "text": text } } })
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "resources/read",
+        "params": { "uri": "file:///big.txt" } })
     .to_string();
     let socket = tokio::net::TcpSocket::new_v4().expect("socket");
     socket
@@ -105,10 +113,16 @@ async fn a_client_that_stops_reading_its_reply_is_cut_off_after_write_timeout() 
     );
     tcp.write_all(head.as_bytes()).await.expect("head");
     tcp.write_all(body.as_bytes()).await.expect("body");
-    // Read nothing while the server writes, then everything that is left.
-    tokio::time::sleep(Duration::from_secs(4)).await;
-    let mut received = 0usize;
+    // Wait for the reply to begin (the server may take a while to read and encode 24 MiB),
+    // then read nothing while the server writes, then everything that is left.
     let mut buf = vec![0u8; 1 << 16];
+    let first = tokio::time::timeout(LIMIT, tcp.read(&mut buf))
+        .await
+        .expect("the reply began")
+        .expect("read the reply's first bytes");
+    assert!(first > 0, "the server closed before replying");
+    let mut received = first;
+    tokio::time::sleep(Duration::from_secs(4)).await;
     let drained = tokio::time::timeout(LIMIT, async {
         loop {
             match tcp.read(&mut buf).await {
@@ -120,7 +134,7 @@ async fn a_client_that_stops_reading_its_reply_is_cut_off_after_write_timeout() 
     .await;
     assert!(drained.is_ok(), "the stalled reply was still held open");
     assert!(
-        received < body.len(),
+        received < REPLY_BYTES,
         "the whole reply ({received} bytes) went out to a client that stopped reading"
     );
     // The server keeps serving.
