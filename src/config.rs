@@ -21,10 +21,22 @@ pub use providers::{
     ResourceConfig, ResourceKind, ToolAnnotations, ToolConfig, ToolKind,
 };
 pub use sections::{
-    CacheScope, ClientRequestsSection, HttpSection, ModernSection, PaginationSection,
-    ReplaySection, ResponseMode, ServerSection, SessionsSection, TasksSection,
+    CacheScope, ClientRequestsSection, HttpSection, LogFormat, LogSection, ModernSection,
+    PaginationSection, ReplaySection, ResponseMode, ServerSection, SessionsSection, TasksSection,
     decode_request_state_key,
 };
+
+/// Checks a node id (`server.node_id`, `--node-id`): it prefixes session ids, so it is
+/// visible ASCII without `.` (the separator), at most 64 characters.
+pub fn check_node_id(id: &str) -> Result<(), &'static str> {
+    if id.len() > 64 {
+        return Err("must be at most 64 characters");
+    }
+    if !id.bytes().all(|b| (0x21..=0x7e).contains(&b) && b != b'.') {
+        return Err("must be visible ASCII without '.'");
+    }
+    Ok(())
+}
 
 /// The embedded configuration served when `mcp-actor` runs without `--config`.
 pub const DEFAULT_CONFIG_TOML: &str = include_str!("../config/default.toml");
@@ -45,6 +57,7 @@ pub struct Config {
     pub http_tools: HttpToolsSection,
     pub file_resources: FileResourcesSection,
     pub reload: ReloadSection,
+    pub log: LogSection,
     /// Tools the binary exposes. The library API registers tools in code instead.
     pub tools: Vec<ToolConfig>,
     pub resources: Vec<ResourceConfig>,
@@ -174,13 +187,29 @@ impl Config {
         if !self.server.path.starts_with('/') {
             bad("server.path", "must start with '/', for example \"/mcp\"");
         }
-        if !self
-            .server
-            .node_id
-            .bytes()
-            .all(|b| (0x21..=0x7e).contains(&b) && b != b'.')
-        {
-            bad("server.node_id", "must be visible ASCII without '.'");
+        let server = &self.server;
+        let probes = [
+            ("server.health_path", &server.health_path),
+            ("server.ready_path", &server.ready_path),
+        ];
+        for (key, probe) in probes {
+            if !probe.is_empty() && !probe.starts_with('/') {
+                bad(
+                    key,
+                    "must start with '/' (or be empty to turn the probe off)",
+                );
+            } else if *probe == server.path {
+                bad(
+                    key,
+                    "must differ from server.path, where the MCP endpoint is served",
+                );
+            }
+        }
+        if !server.health_path.is_empty() && server.health_path == server.ready_path {
+            bad("server.ready_path", "must differ from server.health_path");
+        }
+        if let Err(e) = check_node_id(&self.server.node_id) {
+            bad("server.node_id", e);
         }
         let positive = [
             ("http.max_body_bytes", self.http.max_body_bytes),

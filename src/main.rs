@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use mcp_actor::Server;
+use mcp_actor::config::LogFormat;
 use mcp_actor::providers::{
     LoadedConfig, ProviderRuntime, ResourceWatcher, become_child_subreaper,
 };
@@ -33,6 +34,14 @@ struct Cli {
     /// `server.allow_unauthenticated` (for a trusted network or an authenticating proxy).
     #[arg(long)]
     allow_unauthenticated: bool,
+    /// This node's id in a fleet, overriding `server.node_id`: it prefixes every session
+    /// id so a load balancer routes each session to its node. Unique per node, for example
+    /// the pod name.
+    #[arg(long, env = "MCP_ACTOR_NODE_ID", value_parser = parse_node_id)]
+    node_id: Option<String>,
+    /// Log lines as `text` or `json` (one object per line), overriding `log.format`.
+    #[arg(long)]
+    log_format: Option<LogFormat>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -48,31 +57,52 @@ fn main() -> anyhow::Result<()> {
     if let Some(Command::Check { file }) = &cli.command {
         return runtime(0)?.block_on(async { check(file) });
     }
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        // Colour only on a terminal, and never when NO_COLOR is set (no-color.org): a log
-        // file or a collector must not receive escape codes.
-        .with_ansi(
-            std::io::IsTerminal::is_terminal(&std::io::stderr())
-                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
-        )
-        .init();
+    let loaded = LoadedConfig::read(cli.config.as_deref())?;
+    init_logging(cli.log_format.unwrap_or(loaded.config.log.format));
     // Process-wide, so set once here, before any command tool runs: orphaned descendants of
     // command tools re-parent to this process, which kills and reaps them (see
     // `providers::become_child_subreaper`). `check` runs no command, so it skips this.
     if let Err(e) = become_child_subreaper() {
         tracing::warn!(error = %e, "cannot become a child subreaper; processes a command tool detaches may outlive it");
     }
-    let loaded = LoadedConfig::read(cli.config.as_deref())?;
     let runtime = runtime(loaded.config.server.worker_threads)?;
     let served = runtime.block_on(serve(cli, loaded));
     // A blocking read stuck in a hung filesystem must not hold the exit: the server has
     // drained already, so whatever still runs is abandoned.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     served
+}
+
+/// Logs to standard error, filtered by `RUST_LOG` (default `info`).
+fn init_logging(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        // Span fields (node, session, method, request id) are flattened into each line's
+        // object beside the event's own, as log shippers index them.
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .init(),
+        // Colour only on a terminal, and never when NO_COLOR is set (no-color.org): a log
+        // file or a collector must not receive escape codes.
+        LogFormat::Text => builder
+            .with_ansi(
+                std::io::IsTerminal::is_terminal(&std::io::stderr())
+                    && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+            )
+            .init(),
+    }
+}
+
+fn parse_node_id(id: &str) -> Result<String, String> {
+    mcp_actor::config::check_node_id(id)
+        .map(|()| id.to_string())
+        .map_err(|e| format!("a node id {e}"))
 }
 
 /// The async runtime: `threads` workers, or one per core when 0 (`server.worker_threads`).
@@ -90,6 +120,9 @@ async fn serve(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<()> {
         config.server.listen = listen;
     }
     config.server.allow_unauthenticated |= cli.allow_unauthenticated;
+    if let Some(node_id) = cli.node_id {
+        config.server.node_id = node_id;
+    }
     let runtime = ProviderRuntime::new(&config)?;
     let provided = loaded.build(&runtime)?;
     for warning in &provided.warnings {

@@ -44,6 +44,9 @@ pub struct Server {
     app: Arc<AppState>,
     features: Arc<ArcSwap<Features>>,
     events: Arc<ServerEvents>,
+    /// Cancelled on the first signal: no new session or 2026-07-28 request is taken.
+    drain: CancellationToken,
+    /// Cancelled when the drain ends: every session and stream ends.
     shutdown: CancellationToken,
 }
 
@@ -74,18 +77,38 @@ impl Server {
         crate::http::router(Arc::clone(&self.app))
     }
 
-    /// Serves on `listener` until Ctrl-C or SIGTERM.
+    /// Serves on `listener` until Ctrl-C or SIGTERM, then drains (see
+    /// [`serve_with_drain`](Self::serve_with_drain)); a second signal stops at once.
     pub async fn serve(self, listener: TcpListener) -> io::Result<()> {
-        self.serve_with_shutdown(listener, shutdown_signal()).await
+        let (first, second) = signals()?;
+        self.serve_with_drain(listener, first, second).await
     }
 
-    /// Serves on `listener` until `shutdown` completes, then ends every session and drains
-    /// the connections within `server.shutdown_timeout`. Fails at once on a listener that
-    /// [`check_listen_address`](Self::check_listen_address) refuses.
+    /// Serves on `listener` until `shutdown` completes, then drains as
+    /// [`serve_with_drain`](Self::serve_with_drain) does.
     pub async fn serve_with_shutdown(
         self,
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> io::Result<()> {
+        self.serve_with_drain(listener, shutdown, std::future::pending())
+            .await
+    }
+
+    /// Serves on `listener`. When `drain` completes the node drains: `/readyz`, new
+    /// sessions and new 2026-07-28 requests get 503, while existing sessions keep working
+    /// and each ends once nothing of it is in flight. When all have ended (or after
+    /// `server.drain_timeout`) every session and stream is shut down, and the connections
+    /// close within `server.shutdown_timeout`. When `abort` completes, all of that happens
+    /// at once and this returns [`io::ErrorKind::Interrupted`].
+    ///
+    /// Fails at once on a listener that
+    /// [`check_listen_address`](Self::check_listen_address) refuses.
+    pub async fn serve_with_drain(
+        self,
+        listener: TcpListener,
+        drain: impl Future<Output = ()> + Send + 'static,
+        abort: impl Future<Output = ()> + Send + 'static,
     ) -> io::Result<()> {
         self.check_listen_address(listener.local_addr()?)?;
         let config = &self.app.config;
@@ -97,17 +120,29 @@ impl Server {
             write_timeout: config.http.write_timeout,
             shutdown_timeout: config.server.shutdown_timeout,
         };
-        let (sessions, token) = (Arc::clone(&self.app.sessions), self.shutdown.clone());
+        let app = Arc::clone(&self.app);
+        let (draining, shutdown) = (self.drain.clone(), self.shutdown.clone());
         let signal = async move {
-            shutdown.await;
-            tracing::info!(
-                sessions = sessions.registry.len(),
-                "shutting down: ending every session"
-            );
-            token.cancel();
-            sessions.registry.shutdown_all();
+            drain.await;
+            drain_then_shut_down(&app, &draining, &shutdown).await;
         };
-        crate::http::connections::serve(listener, self.router(), limits, signal).await
+        let shutdown = self.shutdown.clone();
+        tokio::select! {
+            served = crate::http::connections::serve(listener, self.router(), limits, signal) => served,
+            () = abort => {
+                tracing::warn!("a second signal: shutting down without draining");
+                shutdown.cancel();
+                Err(io::Error::new(
+                    io::ErrorKind::Interrupted,
+                    "stopped by a second signal before the drain finished",
+                ))
+            }
+        }
+    }
+
+    /// Whether the node is draining (or has shut down).
+    pub fn is_draining(&self) -> bool {
+        self.drain.is_cancelled()
     }
 
     /// Refuses an address other machines can reach unless `server.allow_unauthenticated`
@@ -253,11 +288,12 @@ impl ServerBuilder {
         let config = Arc::new(self.config);
         let features = Arc::new(ArcSwap::from_pointee(features));
         let identity = Arc::new(ServerIdentity::new(&config));
-        let shutdown = CancellationToken::new();
+        let (drain, shutdown) = (CancellationToken::new(), CancellationToken::new());
         let sessions = Arc::new(SessionEnv::new(
             Arc::clone(&config),
             Arc::clone(&features),
             Arc::clone(&identity),
+            drain.clone(),
             shutdown.clone(),
         ));
         let events = Arc::new(ServerEvents::new(
@@ -273,6 +309,7 @@ impl ServerBuilder {
             tasks: TaskStore::new(config.tasks.clone()),
             listen_permits: Arc::new(Semaphore::new(config.modern.max_listen_streams)),
             call_permits: Arc::new(Semaphore::new(config.modern.max_in_flight)),
+            drain: drain.clone(),
             shutdown: shutdown.clone(),
         });
         let app = Arc::new(AppState {
@@ -284,28 +321,74 @@ impl ServerBuilder {
             app,
             features,
             events,
+            drain,
             shutdown,
         })
     }
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+/// How often a drain looks whether the last session and call have finished.
+const DRAIN_POLL: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// The drain: refuse what is new, wait (at most `server.drain_timeout`) for the sessions to
+/// end and the 2026-07-28 calls to finish, then shut down whatever is left.
+async fn drain_then_shut_down(
+    app: &AppState,
+    draining: &CancellationToken,
+    shutdown: &CancellationToken,
+) {
+    let timeout = app.config.server.drain_timeout;
+    let left = || (app.sessions.registry.len(), app.modern.calls_in_flight());
+    let (sessions, calls) = left();
+    tracing::info!(
+        sessions,
+        calls,
+        timeout = %humantime::format_duration(timeout),
+        "draining: new sessions and requests get 503; existing sessions end when idle"
+    );
+    draining.cancel();
+    let drained = async {
+        while left() != (0, 0) {
+            tokio::time::sleep(DRAIN_POLL).await;
         }
     };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = terminate => {}
+    if tokio::time::timeout(timeout, drained).await.is_err() {
+        let (sessions, calls) = left();
+        tracing::warn!(
+            sessions,
+            calls,
+            "server.drain_timeout passed: ending what is left (requests in flight get an error)"
+        );
+    } else {
+        tracing::info!("drained: every session has ended");
     }
+    shutdown.cancel();
+}
+
+/// Two futures: the first SIGTERM or Ctrl-C (SIGINT), and the second.
+fn signals() -> io::Result<(
+    impl Future<Output = ()> + Send + 'static,
+    impl Future<Output = ()> + Send + 'static,
+)> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let (first_tx, first_rx) = tokio::sync::oneshot::channel::<()>();
+    let (second_tx, second_rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        for tx in [first_tx, second_tx] {
+            tokio::select! {
+                _ = terminate.recv() => {}
+                _ = interrupt.recv() => {}
+            }
+            let _ = tx.send(());
+        }
+    });
+    // A dropped sender (the runtime is ending) must not read as a signal.
+    let wait = |rx: tokio::sync::oneshot::Receiver<()>| async move {
+        if rx.await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    Ok((wait(first_rx), wait(second_rx)))
 }

@@ -287,9 +287,12 @@ async fn response_after_sigterm(
     (response, started)
 }
 
+/// SIGTERM drains: calls in flight may finish for `server.drain_timeout`, here 1 s.
+const SHORT_DRAIN: &str = "[server]\ndrain_timeout = \"1s\"\n";
+
 #[tokio::test]
-async fn sigterm_answers_a_session_call_in_flight_with_an_error_then_exits() {
-    let mut server = TestServer::with_config(&config(""));
+async fn a_session_call_still_running_after_drain_timeout_gets_an_error_then_the_server_exits() {
+    let mut server = TestServer::with_config(&config(SHORT_DRAIN));
     let session = server.client().initialize(LATEST, json!({})).await;
     session.notify("notifications/initialized", None).await;
     let call = json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call",
@@ -318,8 +321,8 @@ async fn post_modern(url: &str, id: u64, name: &str, arguments: Value) -> reqwes
 }
 
 #[tokio::test]
-async fn sigterm_answers_a_stateless_call_in_flight_with_an_error_then_exits() {
-    let mut server = TestServer::with_config(&config(""));
+async fn a_stateless_call_still_running_after_drain_timeout_gets_an_error_then_the_server_exits() {
+    let mut server = TestServer::with_config(&config(SHORT_DRAIN));
     let url = server.url.clone();
     let pending = tokio::spawn(async move {
         let resp = post_modern(&url, 9, "sleep", json!({ "ms": 30000 })).await;

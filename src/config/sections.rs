@@ -20,6 +20,9 @@ pub struct ServerSection {
     /// A GET health probe answering `{"status":"ok","sessions":N,"listenStreams":M}`;
     /// empty disables it.
     pub health_path: String,
+    /// A GET readiness probe: 200 while the node takes new sessions, 503 while it drains or
+    /// is at `sessions.max_sessions`; empty disables it.
+    pub ready_path: String,
     /// Threads of the binary's async runtime; 0 means one per CPU core. On a machine shared
     /// with other busy processes (a load generator, a database), fewer threads than cores
     /// avoid cross-thread wake-ups that cost more than they give; see docs/performance.md.
@@ -40,6 +43,11 @@ pub struct ServerSection {
     /// request gets a JSON-RPC error first); then every remaining connection is closed.
     #[serde(with = "humantime_serde")]
     pub shutdown_timeout: Duration,
+    /// On the first SIGTERM or Ctrl-C the node drains: `/readyz` and new sessions get 503,
+    /// while existing sessions keep working and each ends once nothing of it is in flight.
+    /// After this long, whatever is left is shut down (a second signal does so at once).
+    #[serde(with = "humantime_serde")]
+    pub drain_timeout: Duration,
 }
 
 impl Default for ServerSection {
@@ -48,6 +56,7 @@ impl Default for ServerSection {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             path: "/mcp".into(),
             health_path: "/healthz".into(),
+            ready_path: "/readyz".into(),
             worker_threads: 0,
             name: "mcp-actor".into(),
             title: Some("mcp-actor".into()),
@@ -57,6 +66,38 @@ impl Default for ServerSection {
             node_id: String::new(),
             allow_unauthenticated: false,
             shutdown_timeout: Duration::from_secs(10),
+            drain_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// `[log]`: what the binary writes to standard error. `RUST_LOG` still filters it.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogSection {
+    pub format: LogFormat,
+}
+
+/// The shape of each log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// One human-readable line per event.
+    #[default]
+    Text,
+    /// One JSON object per line, with the event's fields and its spans', for log shippers.
+    Json,
+}
+
+impl std::str::FromStr for LogFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            other => Err(format!(
+                "unknown log format {other:?}: expected text or json"
+            )),
         }
     }
 }

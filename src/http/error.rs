@@ -92,6 +92,12 @@ impl From<SessionError> for HttpError {
                 HttpError::new(StatusCode::TOO_MANY_REQUESTS, codes::SERVER_ERROR, message)
                     .retry_after(1)
             }
+            SessionError::Draining => HttpError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                codes::SERVER_ERROR,
+                message,
+            )
+            .retry_after(1),
             SessionError::TooManySessions { .. } => HttpError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 codes::SERVER_ERROR,

@@ -39,6 +39,12 @@ impl AppState {
     fn session(&self, id: &str) -> Result<SessionHandle, SessionError> {
         self.sessions.registry.get(id).ok_or(SessionError::NotFound)
     }
+
+    /// Whether this node takes new sessions and 2026-07-28 requests: not while draining,
+    /// nor at `sessions.max_sessions`. What `/readyz` answers.
+    pub(crate) fn readiness(&self) -> Result<(), SessionError> {
+        self.sessions.accepting()
+    }
 }
 
 const ALLOW: &str = "GET, POST, DELETE";
@@ -53,6 +59,9 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
     let mut router = Router::new().route(&server.path, endpoint);
     if !server.health_path.is_empty() {
         router = router.route(&server.health_path, get(health));
+    }
+    if !server.ready_path.is_empty() {
+        router = router.route(&server.ready_path, get(ready));
     }
     router.with_state(state)
 }
@@ -79,6 +88,36 @@ async fn health(State(state): State<Arc<AppState>>, request: axum::extract::Requ
         .into_response()
 }
 
+/// The readiness probe: 200 `{"status":"ready"}` while the node takes new sessions; 503
+/// with `Retry-After` while it drains or is at `sessions.max_sessions`, so a load balancer
+/// sends new clients elsewhere. Behind the same Host and Origin checks as the endpoint.
+async fn ready(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap) -> Response {
+    if let Err(e) = headers::check_host_and_origin(&headers, &uri, &state.config.http) {
+        return e.into_response();
+    }
+    readiness_response(&state)
+}
+
+/// `/readyz`'s answer, on the MCP listener and the admin listener alike.
+pub(crate) fn readiness_response(state: &AppState) -> Response {
+    match state.readiness() {
+        Ok(()) => axum::Json(serde_json::json!({ "status": "ready" })).into_response(),
+        Err(e) => {
+            let status = match e {
+                SessionError::Draining => "draining",
+                _ => "full",
+            };
+            let body = serde_json::json!({ "status": status, "reason": e.to_string() });
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(axum::http::header::RETRY_AFTER, "1")],
+                axum::Json(body),
+            )
+                .into_response()
+        }
+    }
+}
+
 /// GET and DELETE do not exist in 2026-07-28: 405 with `Allow: POST` (spec 2026-07-28
 /// streamable-http, "Earlier Streamable HTTP Revisions").
 fn reject_modern(headers: &HeaderMap) -> Result<(), HttpError> {
@@ -100,7 +139,7 @@ async fn open_stream(State(state): State<Arc<AppState>>, uri: Uri, headers: Head
         let id = headers::require_session_id(&headers)?;
         let handle = state.session(id)?;
         let attachment = handle.open_stream(headers::last_event_id(&headers)).await?;
-        Ok::<_, HttpError>(reply::sse_response(attachment, config))
+        Ok::<_, HttpError>(reply::get_sse_response(attachment, config))
     };
     run.await.unwrap_or_else(IntoResponse::into_response)
 }

@@ -32,6 +32,9 @@ impl From<Refusal> for HttpError {
             Refusal::TooManyListenStreams { .. } => {
                 HttpError::new(StatusCode::SERVICE_UNAVAILABLE, code, message).retry_after(5)
             }
+            Refusal::Draining => {
+                HttpError::new(StatusCode::SERVICE_UNAVAILABLE, code, message).retry_after(1)
+            }
             Refusal::ListenNeedsEventStream => HttpError::new(
                 StatusCode::NOT_ACCEPTABLE,
                 code,

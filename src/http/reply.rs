@@ -95,6 +95,17 @@ pub(crate) fn json(status: StatusCode, body: Bytes) -> Response {
 /// An SSE reply: the priming event (2025-11-25), the backlog, then live events until the
 /// stream ends or the connection is replaced.
 pub(crate) fn sse_response(attachment: Attachment, config: &HttpSection) -> Response {
+    sse_stream(attachment, config, false)
+}
+
+/// A GET's SSE reply. It ends only when its session does (a drain, an idle timeout) or a
+/// newer GET replaces it, so its last event is a `retry` hint: how long to wait before the
+/// client reconnects (and, when the session is gone, learns so with a 404).
+pub(crate) fn get_sse_response(attachment: Attachment, config: &HttpSection) -> Response {
+    sse_stream(attachment, config, true)
+}
+
+fn sse_stream(attachment: Attachment, config: &HttpSection, retry_at_end: bool) -> Response {
     let Attachment {
         priming_id,
         backlog,
@@ -116,11 +127,18 @@ pub(crate) fn sse_response(attachment: Attachment, config: &HttpSection) -> Resp
             .filter(carried)
             .map(to_sse),
     );
+    let last = retry_at_end.then_some(Sse {
+        id: None,
+        data: None,
+        retry: Some(retry_ms),
+        event: None,
+    });
     let events = match live {
         Some(rx) => head
             .chain(ReceiverStream::new(rx).filter(carried).map(to_sse))
+            .chain(futures_util::stream::iter(last))
             .boxed(),
-        None => head.boxed(),
+        None => head.chain(futures_util::stream::iter(last)).boxed(),
     };
     let keep_alive = KeepAlive::new().interval(config.sse_keep_alive);
     let body =

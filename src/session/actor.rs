@@ -75,6 +75,8 @@ pub(super) struct SessionActor {
     subscriptions: HashSet<String>,
     last_activity: Instant,
     idle_deadline: Instant,
+    /// The server is draining: end once nothing is in flight.
+    draining: bool,
 }
 
 impl SessionActor {
@@ -109,6 +111,7 @@ impl SessionActor {
             subscriptions: HashSet::new(),
             last_activity: now,
             idle_deadline,
+            draining: false,
         }
     }
 
@@ -116,6 +119,11 @@ impl SessionActor {
         debug!(session = %self.id, version = %self.version, "session started");
         let mut timer: Pin<Box<Sleep>> = Box::pin(tokio::time::sleep_until(self.idle_deadline));
         let mut armed = self.idle_deadline;
+        // Watched here rather than sent as messages: a full mailbox cannot make a session
+        // miss the end of the server.
+        let (drain, shutdown) = (self.env.drain.clone(), self.env.shutdown.clone());
+        let (drain, shutdown) = (drain.cancelled(), shutdown.cancelled());
+        tokio::pin!(drain, shutdown);
         let reason = loop {
             tokio::select! {
                 msg = self.rx.recv() => {
@@ -130,6 +138,13 @@ impl SessionActor {
                         break reason;
                     }
                 }
+                () = &mut drain, if !self.draining => self.draining = true,
+                () = &mut shutdown => break "server shutting down",
+            }
+            // A draining session ends as soon as nothing of it is in flight: the client's
+            // next request gets 404 and starts a new session on another node.
+            if self.draining && self.in_flight.is_empty() && self.pending.is_empty() {
+                break "server draining";
             }
             let wanted = self
                 .pending
@@ -199,7 +214,6 @@ impl SessionActor {
                 }
             }
             SessionMsg::Broadcast(event) => self.on_server_event(&event),
-            SessionMsg::Shutdown => return Flow::Stop("server shutting down"),
         }
         Flow::Continue
     }

@@ -84,11 +84,6 @@ impl SessionHandle {
             .is_ok()
     }
 
-    /// Asks the session to end (server shutdown) without waiting.
-    pub fn shutdown(&self) {
-        let _ = self.tx.try_send(SessionMsg::Shutdown);
-    }
-
     async fn ask<T>(
         &self,
         make: impl FnOnce(oneshot::Sender<T>) -> SessionMsg,

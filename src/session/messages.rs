@@ -2,7 +2,7 @@
 //!
 //! Only the session module sends them: HTTP handlers go through
 //! [`SessionHandle`](super::handle::SessionHandle), handler tasks through the session's
-//! `ClientLink`, and the registry through the handle's `broadcast` and `shutdown`.
+//! `ClientLink`, and the registry through the handle's `broadcast`.
 
 use std::sync::Arc;
 
@@ -35,7 +35,6 @@ pub(super) enum SessionMsg {
     /// From a handler task: the encoded response to a client request.
     Finished(Box<FinishedMsg>),
     Broadcast(Arc<ServerEvent>),
-    Shutdown,
 }
 
 // Every session's mailbox allocates its first block of slots up front, so the message

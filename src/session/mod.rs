@@ -42,7 +42,10 @@ pub(crate) struct SessionEnv {
     pub features: Arc<ArcSwap<Features>>,
     pub identity: Arc<ServerIdentity>,
     pub registry: SessionRegistry,
-    /// Cancelled when the server shuts down: actors then answer what they abort.
+    /// Cancelled when the server starts draining: no new session starts, and each session
+    /// ends once nothing of it is in flight.
+    pub drain: CancellationToken,
+    /// Cancelled when the server shuts down: actors end at once, answering what they abort.
     pub shutdown: CancellationToken,
 }
 
@@ -51,6 +54,7 @@ impl SessionEnv {
         config: Arc<Config>,
         features: Arc<ArcSwap<Features>>,
         identity: Arc<ServerIdentity>,
+        drain: CancellationToken,
         shutdown: CancellationToken,
     ) -> Self {
         let registry = SessionRegistry::new(config.sessions.max_sessions);
@@ -59,8 +63,22 @@ impl SessionEnv {
             features,
             identity,
             registry,
+            drain,
             shutdown,
         }
+    }
+
+    /// Whether a new session would start now: not while draining, nor at `max_sessions`.
+    pub fn accepting(&self) -> Result<(), SessionError> {
+        if self.drain.is_cancelled() {
+            return Err(SessionError::Draining);
+        }
+        if self.registry.len() >= self.registry.max() {
+            return Err(SessionError::TooManySessions {
+                limit: self.registry.max(),
+            });
+        }
+        Ok(())
     }
 }
 
@@ -84,6 +102,11 @@ pub(crate) enum SessionError {
     TooManyInFlight { limit: usize },
     #[error("the server is at its session limit ({limit}, sessions.max_sessions); retry later")]
     TooManySessions { limit: usize },
+    #[error(
+        "this server is shutting down and starts no new session; retry, and a load balancer \
+         sends you to another node"
+    )]
+    Draining,
     #[error(transparent)]
     Replay(#[from] ReplayError),
     /// The request cannot open a session (malformed `initialize`).
@@ -150,6 +173,9 @@ fn start(
     client: ClientInfo,
 ) -> Result<SessionHandle, SessionError> {
     let sessions = &env.config.sessions;
+    if env.drain.is_cancelled() {
+        return Err(SessionError::Draining);
+    }
     let slot = env
         .registry
         .reserve()

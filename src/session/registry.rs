@@ -75,13 +75,6 @@ impl SessionRegistry {
             }
         }
     }
-
-    /// Asks every session to end (graceful shutdown).
-    pub fn shutdown_all(&self) {
-        for entry in self.sessions.iter() {
-            entry.value().shutdown();
-        }
-    }
 }
 
 #[cfg(test)]

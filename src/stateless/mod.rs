@@ -55,6 +55,9 @@ pub(crate) struct ModernState {
     pub listen_permits: Arc<Semaphore>,
     /// Requests in flight (`modern.max_in_flight`): each running handler holds a permit.
     pub call_permits: Arc<Semaphore>,
+    /// Cancelled when the server starts draining: every new request is refused (503), and
+    /// those in flight run to their end.
+    pub drain: CancellationToken,
     /// Cancelled when the server shuts down: calls answer an error, listen streams end.
     pub shutdown: CancellationToken,
 }
@@ -63,6 +66,11 @@ impl ModernState {
     /// Open `subscriptions/listen` streams.
     pub fn listen_streams(&self) -> usize {
         self.config.modern.max_listen_streams - self.listen_permits.available_permits()
+    }
+
+    /// Requests running now (listen streams are not counted: they never finish).
+    pub fn calls_in_flight(&self) -> usize {
+        self.config.modern.max_in_flight - self.call_permits.available_permits()
     }
 }
 
@@ -88,6 +96,11 @@ pub(crate) enum Refusal {
     TooManyCalls { limit: usize },
     #[error("the server has {limit} listen streams open (modern.max_listen_streams); retry later")]
     TooManyListenStreams { limit: usize },
+    #[error(
+        "this server is shutting down and takes no new request; retry, and a load balancer \
+         sends you to another node"
+    )]
+    Draining,
     /// The transport cannot carry the stream of messages a listen answers with.
     #[error(
         "subscriptions/listen answers with a stream of messages, which this request does not accept"
@@ -151,6 +164,9 @@ pub(crate) async fn serve(
     transport: Transport<'_>,
     body: jsonrpc::Body,
 ) -> Reply {
+    if state.drain.is_cancelled() {
+        return Reply::Refused(Refusal::Draining);
+    }
     let message = match body {
         jsonrpc::Body::Single(m) => m,
         jsonrpc::Body::Batch(_) => {

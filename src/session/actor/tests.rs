@@ -29,6 +29,7 @@ fn actor(config: Config) -> (SessionActor, mpsc::Sender<SessionMsg>) {
         Arc::new(ArcSwap::from_pointee(features)),
         Arc::new(ServerIdentity::new(&config)),
         CancellationToken::new(),
+        CancellationToken::new(),
     ));
     let slot = env.registry.reserve().expect("a slot");
     let (tx, rx) = mpsc::channel(16);
