@@ -117,6 +117,7 @@ fn tables_needing_restart(old: &Config, new: &Config) -> Vec<&'static str> {
         ("modern", old.modern != new.modern),
         ("tasks", old.tasks != new.tasks),
         ("reload", old.reload != new.reload),
+        ("log", old.log != new.log),
         ("command_tools", processes(old) != processes(new)),
     ]
     .into_iter()

@@ -42,6 +42,25 @@ pub async fn dispatch(
     }
 }
 
+/// The span a handler task runs in: every log line of the handler (a command tool's
+/// failure, a refused file read) carries the node, session, method and request id.
+pub fn request_span(
+    node: &str,
+    session: Option<&str>,
+    method: &str,
+    request_id: &crate::jsonrpc::RequestId,
+) -> tracing::Span {
+    // At the highest level, so it is enabled whenever any event inside it is: an operator
+    // at `RUST_LOG=warn` still sees which request a warning is about.
+    tracing::error_span!(
+        "request",
+        node,
+        session = session.unwrap_or(""),
+        method,
+        request_id = %request_id
+    )
+}
+
 /// [`dispatch`], with a handler that panics turned into an internal error (logged,
 /// rate-limited) instead of a task that ends without an answer.
 pub async fn run_guarded(

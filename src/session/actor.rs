@@ -25,7 +25,7 @@ use tracing::{debug, info};
 
 use crate::context::{ClientLink, ClientRequestError, ContextParts, Notice, RequestContext};
 use crate::dispatch::methods::answered_by_session_actor;
-use crate::dispatch::run_guarded;
+use crate::dispatch::{request_span, run_guarded};
 use crate::events::ServerEvent;
 use crate::jsonrpc::{
     self, Message, Notification, Request, RequestId, Response, RpcError, params_object,
@@ -36,6 +36,7 @@ use crate::session::handle::SessionLink;
 use crate::session::pending::PendingClientRequests;
 use crate::session::streams::{Attachment, StreamId, StreamRules, Streams};
 use crate::session::{SessionEnv, SessionError};
+use tracing::Instrument;
 
 mod outbound;
 #[cfg(test)]
@@ -314,17 +315,26 @@ impl SessionActor {
             return;
         };
         let task_id = id.clone();
-        let task = tokio::spawn(async move {
-            let outcome = run_guarded(&features, ctx, &method, params).await;
-            let response = jsonrpc::encode_response(Some(&task_id), &outcome);
-            let _ = tx
-                .send(SessionMsg::Finished(Box::new(FinishedMsg {
-                    id: task_id,
-                    task: tokio::task::id(),
-                    response,
-                })))
-                .await;
-        });
+        let span = request_span(
+            &self.env.config.server.node_id,
+            Some(&self.id),
+            &method,
+            &id,
+        );
+        let task = tokio::spawn(
+            async move {
+                let outcome = run_guarded(&features, ctx, &method, params).await;
+                let response = jsonrpc::encode_response(Some(&task_id), &outcome);
+                let _ = tx
+                    .send(SessionMsg::Finished(Box::new(FinishedMsg {
+                        id: task_id,
+                        task: tokio::task::id(),
+                        response,
+                    })))
+                    .await;
+            }
+            .instrument(span),
+        );
         self.in_flight.insert(
             id,
             InFlight {

@@ -16,8 +16,9 @@ use super::request_state::Binding;
 use super::{ModernState, Refusal, Reply, envelope, missing_capability, stamp, tasks};
 use crate::context::{ClientLink, ContextParts, RequestContext};
 use crate::dispatch::methods;
-use crate::dispatch::run_guarded;
+use crate::dispatch::{request_span, run_guarded};
 use crate::jsonrpc::{self, Request, RequestId, RpcError, codes};
+use tracing::Instrument;
 
 /// Who the caller is, for binding `requestState`. The server has no authentication yet,
 /// so every caller is the same principal.
@@ -130,6 +131,12 @@ pub(super) async fn run(
     });
     let task_state = Arc::clone(state);
     let request_id = request.id.clone();
+    let span = request_span(
+        &state.config.server.node_id,
+        None,
+        &request.method,
+        &request.id,
+    );
     let task = tokio::spawn(async move {
         let _permit = permit;
         let outcome = run_guarded(&features, ctx, &request.method, request.params.clone()).await;
@@ -164,7 +171,7 @@ pub(super) async fn run(
             outcome.map(|result| stamp(&task_state, &request.method, result))
         };
         let _ = out_tx.send(final_frame(&request.id, outcome)).await;
-    });
+    }.instrument(span));
     // Dropping the guard (the client went away) cancels the handler: on this path,
     // closing the response stream is cancellation.
     let guard = AbortOnDrop {

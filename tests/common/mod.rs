@@ -153,8 +153,18 @@ impl TestServer {
 
     /// Sends SIGTERM and waits up to `limit` for the process to exit; `None` if it did not.
     pub fn terminate(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        self.signal(nix::sys::signal::Signal::SIGTERM);
+        self.wait_exit(limit)
+    }
+
+    /// Sends `signal` without waiting.
+    pub fn signal(&self, signal: nix::sys::signal::Signal) {
         let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+        nix::sys::signal::kill(pid, signal).expect("signal the server");
+    }
+
+    /// Waits up to `limit` for the process to exit; `None` if it did not.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
         let deadline = std::time::Instant::now() + limit;
         while std::time::Instant::now() < deadline {
             if let Some(status) = self.child.try_wait().expect("wait for the server") {

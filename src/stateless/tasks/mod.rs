@@ -31,13 +31,14 @@ use tokio::task::AbortHandle;
 use super::ModernState;
 use super::link::{MAX_INPUT_REQUESTS, StatelessLink};
 use crate::context::{ClientLink, ContextParts, RequestContext};
-use crate::dispatch::run_guarded;
+use crate::dispatch::{request_span, run_guarded};
 use crate::features::Features;
 use crate::features::tools::TaskSupport;
 use crate::jsonrpc::{Request, RpcError, codes, params_object};
 use crate::protocol::ClientInfo;
 pub(crate) use store::TaskStore;
 use store::{Run, TaskCall};
+use tracing::Instrument;
 
 /// The extension's identifier in `capabilities.extensions`.
 pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
@@ -121,37 +122,46 @@ pub(crate) fn create(
 /// Spawns one run of a task's call; the run settles the task when it ends.
 fn spawn_run(state: &Arc<ModernState>, run: Run) -> AbortHandle {
     let state = Arc::clone(state);
-    let task = tokio::spawn(async move {
-        let Run {
-            id,
-            generation,
-            call,
-            answers,
-            cancel,
-        } = run;
-        // A task has no response stream: its notifications go nowhere.
-        let (out_tx, _) = mpsc::channel(1);
-        let (needed_tx, mut needed_rx) = mpsc::channel(MAX_INPUT_REQUESTS);
-        let link = Arc::new(StatelessLink::new(out_tx, None, answers, needed_tx));
-        let ctx = RequestContext::new(ContextParts {
-            request_id: call.request_id.clone(),
-            session_id: None,
-            progress_token: None,
-            client: Arc::clone(&call.client),
-            cancel,
-            link: Arc::clone(&link) as Arc<dyn ClientLink>,
-        });
-        let outcome = run_guarded(&call.features, ctx, "tools/call", call.params.clone()).await;
-        let mut inputs = Map::new();
-        while let Ok((key, input)) = needed_rx.try_recv() {
-            inputs.insert(key, input);
+    let span = request_span(
+        &state.config.server.node_id,
+        None,
+        "tools/call",
+        &run.call.request_id,
+    );
+    let task = tokio::spawn(
+        async move {
+            let Run {
+                id,
+                generation,
+                call,
+                answers,
+                cancel,
+            } = run;
+            // A task has no response stream: its notifications go nowhere.
+            let (out_tx, _) = mpsc::channel(1);
+            let (needed_tx, mut needed_rx) = mpsc::channel(MAX_INPUT_REQUESTS);
+            let link = Arc::new(StatelessLink::new(out_tx, None, answers, needed_tx));
+            let ctx = RequestContext::new(ContextParts {
+                request_id: call.request_id.clone(),
+                session_id: None,
+                progress_token: None,
+                client: Arc::clone(&call.client),
+                cancel,
+                link: Arc::clone(&link) as Arc<dyn ClientLink>,
+            });
+            let outcome = run_guarded(&call.features, ctx, "tools/call", call.params.clone()).await;
+            let mut inputs = Map::new();
+            while let Ok((key, input)) = needed_rx.try_recv() {
+                inputs.insert(key, input);
+            }
+            let outcome = match link.missing_capability() {
+                Some(capability) => Err(super::missing_capability(capability)),
+                None => outcome,
+            };
+            state.tasks.settle(&id, generation, outcome, inputs);
         }
-        let outcome = match link.missing_capability() {
-            Some(capability) => Err(super::missing_capability(capability)),
-            None => outcome,
-        };
-        state.tasks.settle(&id, generation, outcome, inputs);
-    });
+        .instrument(span),
+    );
     task.abort_handle()
 }
 
