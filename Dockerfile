@@ -1,9 +1,16 @@
 # mcp-actor in a container: a release build on the Rust image, run from a slim Debian base.
 #
 #   docker build -t mcp-actor .
-#   docker run --rm -p 127.0.0.1:8080:8080 mcp-actor             # embedded default config
-#   docker run --rm -p 127.0.0.1:8080:8080 -v $PWD/my.toml:/etc/mcp-actor.toml mcp-actor \
-#       --config /etc/mcp-actor.toml --listen 0.0.0.0:8080 --allow-unauthenticated
+#   docker run --rm -p 127.0.0.1:8080:8080 mcp-actor      # config/default.toml
+#   docker run --rm -p 127.0.0.1:8080:8080 -e MCP_ACTOR_NODE_ID=node-a \
+#       -v $PWD/my.toml:/etc/mcp-actor/config.toml:ro mcp-actor
+#
+# The configuration is read from /etc/mcp-actor/config.toml (the image ships
+# config/default.toml there; mount your own over it). SIGHUP reloads it
+# (`docker kill -s HUP <container>`); SIGTERM drains the node (`docker stop -t 45`, so the
+# 30 s drain and the 10 s shutdown fit before Docker's SIGKILL). In a fleet, give each
+# container its own MCP_ACTOR_NODE_ID (see config/lb/README.md). HEALTHCHECK probes
+# /healthz with the binary itself, so the image needs no curl.
 #
 # The server listens on 0.0.0.0 inside the container, because Docker's port mapping reaches
 # it from outside the container's loopback. mcp-actor refuses a non-loopback address without
@@ -41,8 +48,12 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --no-create-home --uid 10001 mcp
 COPY --from=build /src/target/release/mcp-actor /usr/local/bin/mcp-actor
+COPY config/default.toml /etc/mcp-actor/config.toml
 # Numeric, so runtimes that check for a non-root user (runAsNonRoot) can verify it.
 USER 10001
 EXPOSE 8080
+HEALTHCHECK --interval=10s --timeout=5s --start-period=5s --retries=3 \
+    CMD ["mcp-actor", "probe", "--timeout", "3s", "http://127.0.0.1:8080/healthz"]
+STOPSIGNAL SIGTERM
 ENTRYPOINT ["mcp-actor"]
-CMD ["--listen", "0.0.0.0:8080", "--allow-unauthenticated"]
+CMD ["--config", "/etc/mcp-actor/config.toml", "--listen", "0.0.0.0:8080", "--allow-unauthenticated"]

@@ -50,12 +50,26 @@ struct Cli {
 enum Command {
     /// Validate a configuration file and exit (0 when valid).
     Check { file: PathBuf },
+    /// GET a probe of a running server (a container HEALTHCHECK needs no curl): exit 0 on
+    /// a 2xx answer, 1 otherwise.
+    Probe {
+        /// The probe's URL (plain http).
+        #[arg(default_value = "http://127.0.0.1:8080/healthz")]
+        url: String,
+        /// How long to wait for the answer.
+        #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
+        timeout: std::time::Duration,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    if let Some(Command::Check { file }) = &cli.command {
-        return runtime(0)?.block_on(async { check(file) });
+    match &cli.command {
+        Some(Command::Check { file }) => return runtime(0)?.block_on(async { check(file) }),
+        Some(Command::Probe { url, timeout }) => {
+            return runtime(1)?.block_on(probe(url, *timeout));
+        }
+        None => {}
     }
     let loaded = LoadedConfig::read(cli.config.as_deref())?;
     init_logging(cli.log_format.unwrap_or(loaded.config.log.format));
@@ -209,6 +223,26 @@ fn raise_descriptor_limit(max_connections: usize) {
 
 /// Everything startup would do short of listening: parse, validate, build every provider.
 /// Warnings go to stderr and do not change the exit status.
+async fn probe(url: &str, timeout: std::time::Duration) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        url.starts_with("http://"),
+        "probe takes a plain http:// URL of this machine's server, not {url:?}"
+    );
+    let client = reqwest::Client::builder()
+        .timeout(timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?;
+    let response = client
+        .get(url)
+        .send()
+        .await
+        .with_context(|| format!("probe {url}"))?;
+    let status = response.status();
+    anyhow::ensure!(status.is_success(), "probe {url}: {status}");
+    println!("{url}: {status}");
+    Ok(())
+}
+
 fn check(file: &std::path::Path) -> anyhow::Result<()> {
     match LoadedConfig::read_and_build(file) {
         Ok((loaded, provided)) => {

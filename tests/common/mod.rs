@@ -79,6 +79,17 @@ impl TestServer {
         Self::run(cmd, None, None)
     }
 
+    /// The binary with `args` (which must include a `--listen` on loopback) and extra
+    /// environment variables.
+    pub fn with_args(args: &[&str], env: &[(&str, &str)]) -> TestServer {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-actor"));
+        cmd.args(args);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        Self::run(cmd, None, None)
+    }
+
     /// The binary's process id, to signal it (SIGHUP reloads).
     pub fn pid(&self) -> u32 {
         self.child.id()
