@@ -241,6 +241,27 @@ async fn session_end_kills_the_process_group() {
     );
 }
 
+#[tokio::test]
+async fn a_drain_that_runs_out_of_time_kills_the_process_group_and_exits_0() {
+    let mut server =
+        TestServer::with_config(&format!("[server]\ndrain_timeout = \"1s\"\n{CONFIG}"));
+    let session = server.client().connect().await;
+    let seconds = format!("3000.{}", unique());
+    let _call = start_long_call(&session, 9, &seconds).await;
+    let status = server
+        .terminate(Duration::from_secs(10))
+        .expect("exited after the drain timeout");
+    assert!(status.success(), "{status:?}");
+    let needle = format!("sleep {seconds}");
+    assert!(
+        eventually(Duration::from_secs(5), || processes_matching(&needle)
+            .is_empty())
+        .await,
+        "orphaned processes remain after the drain: {:?}",
+        processes_matching(&needle)
+    );
+}
+
 /// Two unique sleep durations: one for a process that leaves the group with `setsid`, one
 /// for the script's own foreground sleep.
 fn detach_arguments() -> (String, String) {
