@@ -246,3 +246,15 @@ pub fn metric_sum(text: &str, name: &str, labels: &[&str]) -> f64 {
         })
         .sum()
 }
+
+#[test]
+fn metric_samples_are_summed_by_name_and_labels() {
+    let text = "# HELP mcp_requests_total Requests.\n# TYPE mcp_requests_total counter\n\
+        mcp_requests_total{method=\"tools/call\",era=\"2025-11-25\",outcome=\"ok\"} 38\n\
+        mcp_requests_total{method=\"tools/call\",era=\"2025-11-25\",outcome=\"error\"} 2\n\
+        mcp_requests_total{method=\"tools/list\",era=\"2025-11-25\",outcome=\"ok\"} 5\n\
+        mcp_sessions_created_total 1\nmcp_sessions_created_totals 7\n";
+    let calls = metric_sum(text, "mcp_requests_total", &["method=\"tools/call\""]);
+    assert_eq!(calls, 40.0);
+    assert_eq!(metric_sum(text, "mcp_sessions_created_total", &[]), 1.0);
+}
