@@ -12,8 +12,9 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
 use super::balancer::{Balancer, Kind};
-use super::nodes::minting_node;
-use super::nodes::{ADMIN_LISTENER, Cluster, NODE_IDS, check_calls_served_by_minting_node};
+use super::nodes::{
+    ADMIN_LISTENER, Cluster, NODE_IDS, check_calls_served_by_minting_node, minting_node,
+};
 use super::scratch::Scratch;
 use super::traffic::{Caller, LIMIT, Recoveries};
 use crate::common::modern::{
@@ -33,8 +34,8 @@ const MAX_CALLS_PER_LOADER: u64 = 200;
 /// How long a drained node may take to exit: its longest call in flight, and margin.
 const DRAIN_LIMIT: Duration = Duration::from_secs(30);
 /// After a restarted node answers /readyz: HAProxy needs `rise 2` checks `inter 1s` apart to
-/// send it traffic again, nginx retries a node `fail_timeout` (5s) after it failed. The
-/// scenario only needs the node back before the next one is stopped.
+/// send it new sessions again. nginx leaves it out until `fail_timeout` (5s) after its last
+/// failure, but falls back to every node when all are left out, so it needs no wait.
 const BACK_IN_ROTATION: Duration = Duration::from_secs(3);
 /// Longer than HAProxy's `fall 2` checks `inter 1s` apart, so that its check has noticed a
 /// dead node.
