@@ -10,28 +10,16 @@
 
 mod common;
 
-use std::io::Read;
 use std::time::Duration;
 
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
 use common::modern::{
-    Modern, accept, client_of, expect_error, first_text, listen, request_state, session_count,
-    single_input_request,
+    Modern, accept, client_of, expect_error, first_text, listen, random_request_state_key,
+    request_state, session_count, single_input_request,
 };
 use common::rpc_codes::INVALID_PARAMS;
 use common::{Client, TestServer};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-
-/// 32 random bytes, base64.
-fn random_key() -> String {
-    let mut bytes = [0u8; 32];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .expect("read /dev/urandom");
-    STANDARD.encode(bytes)
-}
 
 fn node_config(key: Option<&str>) -> String {
     let modern = match key {
@@ -43,7 +31,7 @@ fn node_config(key: Option<&str>) -> String {
 
 #[tokio::test]
 async fn modern_traffic_spread_over_three_nodes_without_stickiness() {
-    let key = random_key();
+    let key = random_request_state_key();
     let nodes: Vec<TestServer> = (0..3)
         .map(|_| TestServer::with_config(&node_config(Some(&key))))
         .collect();

@@ -7,7 +7,9 @@
 //! - [`raw_http`]: hand-written HTTP/1.1 exchanges;
 //! - [`rpc_codes`]: the JSON-RPC error codes, written out;
 //! - [`modern`]: the 2026-07-28 request builder and its assertions;
-//! - [`in_process`]: the library server run inside the test, for what the binary cannot do.
+//! - [`in_process`]: the library server run inside the test, for what the binary cannot do;
+//! - [`node`]: the binary on a chosen address, stopped by SIGKILL or SIGTERM, as one node of
+//!   a cluster.
 //!
 //! Every test binary compiles this whole tree and uses a part of it, hence the blanket
 //! `dead_code` allowance (it covers the submodules too).
@@ -16,6 +18,7 @@
 
 pub mod in_process;
 pub mod modern;
+pub mod node;
 pub mod raw_http;
 pub mod rpc_codes;
 pub mod sse;

@@ -193,6 +193,17 @@ pub fn client_of(server: &TestServer) -> Client {
     server.bounded_client(LIMIT)
 }
 
+/// A `[modern] request_state_key` for nodes that share it: 32 random bytes, base64.
+pub fn random_request_state_key() -> String {
+    use base64::Engine;
+    use std::io::Read;
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .expect("read /dev/urandom");
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
 /// `http://host:port` of an endpoint URL.
 pub fn base_of(url: &str) -> String {
     let rest = url.trim_start_matches("http://");
