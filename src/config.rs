@@ -9,6 +9,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+pub mod auth;
 mod locate;
 pub mod names;
 pub mod providers;
@@ -58,6 +59,8 @@ pub struct Config {
     pub file_resources: FileResourcesSection,
     pub reload: ReloadSection,
     pub log: LogSection,
+    /// Authentication; absent means off (loopback only, or `allow_unauthenticated`).
+    pub auth: Option<auth::AuthSection>,
     /// Tools the binary exposes. The library API registers tools in code instead.
     pub tools: Vec<ToolConfig>,
     pub resources: Vec<ResourceConfig>,
@@ -294,6 +297,9 @@ impl Config {
             if let Err(msg) = decode_request_state_key(key) {
                 bad("modern.request_state_key", &msg);
             }
+        }
+        if let Some(auth) = &self.auth {
+            errors.extend(auth.errors());
         }
         errors
     }
