@@ -59,8 +59,6 @@ pub struct Config {
     pub file_resources: FileResourcesSection,
     pub reload: ReloadSection,
     pub log: LogSection,
-    /// Authentication; absent means off (loopback only, or `allow_unauthenticated`).
-    pub auth: Option<auth::AuthSection>,
     /// Tools the binary exposes. The library API registers tools in code instead.
     pub tools: Vec<ToolConfig>,
     pub resources: Vec<ResourceConfig>,
@@ -297,9 +295,6 @@ impl Config {
             if let Err(msg) = decode_request_state_key(key) {
                 bad("modern.request_state_key", &msg);
             }
-        }
-        if let Some(auth) = &self.auth {
-            errors.extend(auth.errors());
         }
         errors
     }

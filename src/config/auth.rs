@@ -1,7 +1,11 @@
-//! `[auth]`: who may use the server. Off when the table is absent; then the server refuses
-//! to listen beyond loopback unless `server.allow_unauthenticated` says so.
+//! The shape of an `[auth]` table and its checks; [`crate::auth::Authenticator`] verifies
+//! bearer tokens with it.
 //!
-//! Secrets never sit in the file: static tokens come from an environment variable or a
+//! The configuration file does not take the table yet: until every request path
+//! authenticates with it, `[auth]` in a file is refused as an unknown key, so a server never
+//! looks protected while it is not.
+//!
+//! Secrets never sit in the table: static tokens come from an environment variable or a
 //! file, and JWT keys from a JWKS document.
 
 use std::path::PathBuf;
@@ -102,7 +106,7 @@ fn default_fetch_timeout() -> Duration {
 
 impl AuthSection {
     /// What types alone cannot check, as (dotted key, message).
-    pub(crate) fn errors(&self) -> Vec<(String, String)> {
+    pub fn errors(&self) -> Vec<(String, String)> {
         let mut errors = Vec::new();
         let mut bad = |key: String, msg: &str| errors.push((key, msg.to_string()));
         if !is_absolute_url(&self.resource) {
@@ -203,11 +207,23 @@ pub(crate) fn jwks_url_allowed(text: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use crate::config::Config;
+    use super::AuthSection;
 
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct File {
+        auth: AuthSection,
+    }
+
+    /// Every error of the `[auth]` table in `toml`, as `key: message` lines.
     fn errors(toml: &str) -> String {
-        match Config::parse(toml, "t.toml") {
-            Ok(_) => String::new(),
+        match toml::from_str::<File>(toml) {
+            Ok(file) => file
+                .auth
+                .errors()
+                .into_iter()
+                .map(|(key, message)| format!("{key}: {message}\n"))
+                .collect(),
             Err(e) => e.to_string(),
         }
     }
