@@ -9,6 +9,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+pub mod auth;
 mod locate;
 pub mod names;
 pub mod providers;

@@ -66,6 +66,7 @@
 //! }
 //! ```
 
+pub mod auth;
 pub mod config;
 pub mod context;
 pub mod dispatch;

@@ -14,7 +14,7 @@ const LAYERS: &[&[&str]] = &[
     &["server"],
     &["http"],
     &["session", "stateless"],
-    &["dispatch", "providers"],
+    &["dispatch", "providers", "auth"],
     &["features"],
     &["context"],
     &["events"],

@@ -451,6 +451,20 @@ fn string_map(value: Option<&Value>, what: &str) -> Result<Arguments, RpcError> 
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        #[test]
+        fn every_cursor_round_trips(offset in proptest::num::usize::ANY) {
+            proptest::prop_assert_eq!(decode_cursor(&encode_cursor(offset)), Some(offset));
+        }
+
+        #[test]
+        fn any_client_cursor_decodes_to_an_offset_or_nothing(cursor in ".{0,64}") {
+            if let Some(offset) = decode_cursor(&cursor) {
+                proptest::prop_assert_eq!(decode_cursor(&encode_cursor(offset)), Some(offset));
+            }
+        }
+    }
+
     #[test]
     fn cursors_round_trip_and_reject_garbage() {
         assert_eq!(decode_cursor(&encode_cursor(42)), Some(42));

@@ -190,6 +190,45 @@ mod tests {
         v.as_object().cloned().unwrap_or_default()
     }
 
+    proptest::proptest! {
+        #[test]
+        fn a_value_is_substituted_verbatim_whatever_it_holds(
+            prefix in "[a-z=./]{0,8}",
+            value in "\\PC{0,40}",
+            suffix in "[a-z=./]{0,8}",
+        ) {
+            let t = ArgTemplate::parse(&format!("{prefix}{{v}}{suffix}")).expect("template");
+            let expected = format!("{prefix}{value}{suffix}");
+            let injected = prefix.is_empty() && value.starts_with('-');
+            proptest::prop_assert_eq!(
+                t.render(&args(json!({ "v": value }))),
+                Rendered::Arg { value: expected, flag_injected: injected }
+            );
+        }
+
+        #[test]
+        fn any_template_text_parses_or_is_refused(text in "\\PC{0,40}") {
+            let _ = ArgTemplate::parse(&text);
+        }
+
+        #[test]
+        fn env_expansion_replaces_only_what_it_names(
+            before in "[a-z /:]{0,12}",
+            secret in "[A-Za-z0-9+/]{1,24}",
+            after in "[a-z /:]{0,12}",
+        ) {
+            let lookup = |name: &str| (name == "TOKEN").then(|| secret.clone());
+            proptest::prop_assert_eq!(
+                expand_env_with(&format!("{before}${{TOKEN}}{after}"), lookup),
+                Ok(format!("{before}{secret}{after}"))
+            );
+            proptest::prop_assert_eq!(
+                expand_env_with(&format!("{before}$${{TOKEN}}{after}"), lookup),
+                Ok(format!("{before}${{TOKEN}}{after}"))
+            );
+        }
+    }
+
     #[test]
     fn placeholders_substitute_whole_values_without_splitting() {
         let t = ArgTemplate::parse("{text}").unwrap();

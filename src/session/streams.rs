@@ -391,6 +391,25 @@ impl Stream {
 }
 
 #[cfg(test)]
+mod event_id_properties {
+    use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn every_event_id_round_trips(stream in proptest::num::u32::ANY, seq in proptest::num::u64::ANY) {
+            proptest::prop_assert_eq!(parse_event_id(&format_event_id(stream, seq)), Some((stream, seq)));
+        }
+
+        #[test]
+        fn any_last_event_id_parses_to_an_id_or_nothing(text in "\\PC{0,40}") {
+            if let Some((stream, seq)) = parse_event_id(&text) {
+                proptest::prop_assert_eq!(parse_event_id(&format_event_id(stream, seq)), Some((stream, seq)));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
