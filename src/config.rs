@@ -415,6 +415,30 @@ mod tests {
     }
 
     #[test]
+    fn probe_paths_and_node_ids_that_would_break_routing_are_refused() {
+        let text = "[server]\npath = \"/mcp\"\nhealth_path = \"healthz\"\nready_path = \"/mcp\"\n\
+                    node_id = \"%s\"\n"
+            .replace("%s", &"n".repeat(65));
+        let err = Config::parse(&text, "t.toml")
+            .expect_err("refused")
+            .to_string();
+        for expected in [
+            "server.health_path: must start with '/'",
+            "server.ready_path: must differ from server.path",
+            "server.node_id: must be at most 64 characters",
+        ] {
+            assert!(err.contains(expected), "{expected} missing from:\n{err}");
+        }
+        let same = "[server]\nhealth_path = \"/probe\"\nready_path = \"/probe\"\n";
+        let err = Config::parse(same, "t.toml")
+            .expect_err("refused")
+            .to_string();
+        assert!(err.contains("must differ from server.health_path"), "{err}");
+        assert_eq!(check_node_id(&"n".repeat(64)), Ok(()));
+        assert!(check_node_id("pod 7").is_err());
+    }
+
+    #[test]
     fn every_semantic_error_is_reported_in_file_order() {
         let file = "[server]\npath = \"mcp\"\n\n[sessions]\nmax_sessions = 0\n\n\
                     [pagination]\npage_size = 0\n\n[[tools]]\nbuiltin = \"nope\"\n";
