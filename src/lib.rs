@@ -22,7 +22,7 @@
 //!
 //! ```text
 //!  reload → server (composition only) → http → { session | stateless } → { dispatch | providers }
-//!         → features → context → events → config → protocol → jsonrpc → log_limit
+//!         → features → context → events → config → protocol → jsonrpc → metrics → log_limit
 //! ```
 //!
 //! - `http` is the only layer that knows HTTP: connections and their limits, header checks,
@@ -74,6 +74,7 @@ pub mod features;
 mod http;
 pub mod jsonrpc;
 mod log_limit;
+pub mod metrics;
 pub mod protocol;
 pub mod providers;
 pub mod reload;
@@ -88,6 +89,7 @@ pub use features::prompts::Prompt;
 pub use features::resources::{Resource, ResourceError, ResourceTemplate};
 pub use features::tools::{TaskSupport, Tool, ToolError};
 pub use features::{FeatureSet, ListChanges};
+pub use metrics::Metrics;
 pub use protocol::{
     CallToolResult, Content, GetPromptResult, PromptArgument, PromptMessage, ResourceContents, Role,
 };
