@@ -289,7 +289,7 @@ impl Metrics {
         let durations = Family::<DurationLabels, DurationHistogram>::default();
         r.register_with_unit(
             "mcp_request_duration",
-            "Time from a request's arrival to its answer, by method and protocol revision",
+            "Time from a request's dispatch to its answer, by method and protocol revision",
             Unit::Seconds,
             durations.clone(),
         );
@@ -491,6 +491,11 @@ pub struct RequestTimer {
 }
 
 impl RequestTimer {
+    /// The metrics it records into.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
     pub fn finish(mut self, ok: bool) {
         self.record(ok);
     }

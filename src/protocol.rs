@@ -18,6 +18,17 @@ pub enum ProtocolVersion {
     V2025_11_25,
 }
 
+/// The request metrics' era of a session's revision.
+impl From<ProtocolVersion> for crate::metrics::Era {
+    fn from(version: ProtocolVersion) -> Self {
+        match version {
+            ProtocolVersion::V2025_03_26 => Self::V2025_03_26,
+            ProtocolVersion::V2025_06_18 => Self::V2025_06_18,
+            ProtocolVersion::V2025_11_25 => Self::V2025_11_25,
+        }
+    }
+}
+
 impl ProtocolVersion {
     /// Every supported revision, newest first: the order used in error messages.
     pub const SUPPORTED: [ProtocolVersion; 3] = [

@@ -49,8 +49,15 @@ impl Reloader {
         }
     }
 
-    /// Reloads now. Returns whether the new configuration was taken.
+    /// Reloads now. Returns whether the new configuration was taken; either way it counts
+    /// in `mcp_config_reloads_total`.
     pub fn reload(&mut self) -> bool {
+        let taken = self.try_reload();
+        self.server.metrics().config_reloaded(taken);
+        taken
+    }
+
+    fn try_reload(&mut self) -> bool {
         let loaded = LoadedConfig::read(Some(&self.path));
         let built = loaded.and_then(|l| l.build(&self.runtime).map(|p| (l, p)));
         let (loaded, provided) = match built {

@@ -122,5 +122,8 @@ fn openmetrics_output_ends_with_eof_and_names_the_same_samples() {
     let text = metrics.encode_openmetrics();
     assert!(text.ends_with("# EOF\n"), "{text}");
     assert_eq!(sample(&text, "mcp_sessions_created_total"), Some(1.0));
-    assert!(text.contains("# TYPE mcp_sessions_created counter"), "{text}");
+    assert!(
+        text.contains("# TYPE mcp_sessions_created counter"),
+        "{text}"
+    );
 }
