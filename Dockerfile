@@ -43,6 +43,7 @@ RUN apt-get update \
 COPY --from=build /src/target/release/mcp-actor /usr/local/bin/mcp-actor
 # Numeric, so runtimes that check for a non-root user (runAsNonRoot) can verify it.
 USER 10001
-EXPOSE 8080
+# 8080: the MCP endpoint; 9090: the admin listener (/metrics, /healthz, /readyz).
+EXPOSE 8080 9090
 ENTRYPOINT ["mcp-actor"]
-CMD ["--listen", "0.0.0.0:8080", "--allow-unauthenticated"]
+CMD ["--listen", "0.0.0.0:8080", "--admin-listen", "0.0.0.0:9090", "--allow-unauthenticated"]

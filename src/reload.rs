@@ -113,6 +113,7 @@ fn tables_needing_restart(old: &Config, new: &Config) -> Vec<&'static str> {
     };
     [
         ("server", old.server != new.server),
+        ("admin", old.admin != new.admin),
         ("http", old.http != new.http),
         ("sessions", old.sessions != new.sessions),
         (

@@ -157,6 +157,36 @@ impl Server {
         }
     }
 
+    /// Serves the admin endpoints (`/metrics`, `/healthz`, `/readyz`) on `listener` until
+    /// the server shuts down: through the drain, so `/readyz` answers 503 while it lasts,
+    /// and then no longer. Run it beside [`serve`](Self::serve), for example in a task of
+    /// its own. Fails at once on a listener that
+    /// [`check_admin_address`](Self::check_admin_address) refuses.
+    pub async fn serve_admin(self, listener: TcpListener) -> io::Result<()> {
+        self.check_admin_address(listener.local_addr()?)?;
+        let shutdown = self.shutdown.clone();
+        let stop = async move { shutdown.cancelled().await };
+        crate::http::admin::serve(listener, Arc::clone(&self.app), stop).await
+    }
+
+    /// Refuses an admin address other machines can reach unless
+    /// `server.allow_unauthenticated` is set, as [`check_listen_address`](Self::check_listen_address)
+    /// does for the endpoint: the metrics tell who uses the server and how.
+    pub fn check_admin_address(&self, addr: std::net::SocketAddr) -> io::Result<()> {
+        if addr.ip().is_loopback() || self.app.config.server.allow_unauthenticated {
+            return Ok(());
+        }
+        Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "refusing to serve the admin endpoints on {addr} without authentication: other \
+                 machines could read the metrics. Listen on 127.0.0.1 (admin.listen or \
+                 --admin-listen), or set server.allow_unauthenticated = true when only a \
+                 trusted network reaches it"
+            ),
+        ))
+    }
+
     /// Whether the node is draining (or has shut down).
     pub fn is_draining(&self) -> bool {
         self.drain.is_cancelled()

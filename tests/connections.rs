@@ -410,7 +410,13 @@ fn allow_unauthenticated_serves_every_interface_and_prints_a_reachable_url() {
     let path = std::env::temp_dir().join(format!("mcp-actor-open-{}.toml", common::unique()));
     std::fs::write(&path, "[server]\nallow_unauthenticated = true\n").expect("config");
     let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-actor"))
-        .args(["--listen", "0.0.0.0:0", "--config"])
+        .args([
+            "--listen",
+            "0.0.0.0:0",
+            "--admin-listen",
+            "127.0.0.1:0",
+            "--config",
+        ])
         .arg(&path)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

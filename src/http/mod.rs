@@ -4,6 +4,7 @@
 //! Handlers are thin: they check headers, find the session handle, send the actor one
 //! message and turn its answer into a response. Statuses are decided in [`error`].
 
+pub(crate) mod admin;
 pub(crate) mod connections;
 pub(crate) mod error;
 pub(crate) mod headers;

@@ -484,8 +484,10 @@ impl SessionActor {
                 .send(Err(ClientRequestError::SessionClosed));
         }
         self.streams.close_all();
-        self.env.registry.remove(&self.id);
+        // Counted before the registry lets go: a drain that sees no session left must also
+        // see every session counted as ended.
         self.env.metrics.session_ended(reason.metric());
+        self.env.registry.remove(&self.id);
         info!(session = %self.id, reason = reason.as_str(), "session ended");
     }
 }

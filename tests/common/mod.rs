@@ -41,6 +41,8 @@ pub const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 pub struct TestServer {
     pub url: String,
     pub addr: String,
+    /// The admin listener, as `http://127.0.0.1:PORT` (`/metrics`, `/healthz`, `/readyz`).
+    pub admin_url: String,
     child: Child,
     _stdout: BufReader<std::process::ChildStdout>,
     _config: Option<tempfile_path::TempPath>,
@@ -109,7 +111,9 @@ impl TestServer {
             None if logs => Stdio::inherit(),
             None => Stdio::null(),
         };
-        cmd.stdout(Stdio::piped())
+        // Many servers run at once: each admin listener takes a free port of its own.
+        cmd.args(["--admin-listen", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
             .stderr(stderr)
             .env("RUST_LOG", if logs { "info" } else { "warn" });
         let mut child = cmd.spawn().expect("start mcp-actor");
@@ -128,9 +132,19 @@ impl TestServer {
             .next()
             .unwrap_or_default()
             .to_string();
+        // The banner's last line names the admin listener.
+        let admin_url = loop {
+            line.clear();
+            let read = stdout.read_line(&mut line).expect("read the banner");
+            assert!(read > 0, "the banner ended without an admin line");
+            if let Some(admin) = line.trim().strip_prefix("admin: ") {
+                break admin.trim_end_matches("/metrics").to_string();
+            }
+        };
         TestServer {
             url,
             addr,
+            admin_url,
             child,
             _stdout: stdout,
             _config: config_file,
@@ -155,6 +169,11 @@ impl TestServer {
     pub fn terminate(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
         let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
         nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+        self.wait_for_exit(limit)
+    }
+
+    /// Waits up to `limit` for the process to exit on its own; `None` if it did not.
+    pub fn wait_for_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
         let deadline = std::time::Instant::now() + limit;
         while std::time::Instant::now() < deadline {
             if let Some(status) = self.child.try_wait().expect("wait for the server") {
