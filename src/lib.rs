@@ -38,6 +38,8 @@
 //! - Server-wide state is split by owner: `session::SessionEnv`, `stateless::ModernState`,
 //!   the [`events`] publisher, and the features a reload swaps; [`server`](Server) only
 //!   composes them.
+//! - [`metrics`]: one Prometheus registry per server, recorded into by every layer and
+//!   served by the admin listener ([`Server::serve_admin`]).
 
 //! ## Embedding
 //!

@@ -13,9 +13,11 @@ use std::time::Duration;
 use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::{MetricType, TypedMetric};
 
-/// Upper bounds of the buckets, in nanoseconds: 0.5 ms to 60 s, roughly ×2.5 apart, which
+/// Upper bounds of the buckets, in nanoseconds: 0.1 ms to 60 s, roughly ×2.5 apart, which
 /// covers a `ping` answered by the actor and a command tool near its timeout alike.
-const BOUNDS_NANOS: [u64; 16] = [
+const BOUNDS_NANOS: [u64; 18] = [
+    100_000,
+    250_000,
     500_000,
     1_000_000,
     2_500_000,
@@ -100,8 +102,8 @@ mod tests {
                 .iter()
                 .map(|b| b.load(Ordering::Relaxed))
                 .collect();
-        assert_eq!(counts[0], 1, "0.5 ms is within le=0.0005");
-        assert_eq!(counts[3], 1, "3 ms is within le=0.005");
+        assert_eq!(counts[2], 1, "0.5 ms is within le=0.0005");
+        assert_eq!(counts[5], 1, "3 ms is within le=0.005");
         assert_eq!(counts[BUCKETS - 1], 1, "an hour is only within +Inf");
         assert_eq!(counts.iter().sum::<u64>(), 3);
     }

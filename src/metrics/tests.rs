@@ -73,6 +73,7 @@ fn requests_are_counted_by_method_era_and_outcome_with_unknown_methods_as_other(
             ),
         )
     };
+    assert_eq!(bucket("0.0001"), Some(1.0));
     assert_eq!(bucket("0.0005"), Some(1.0));
     assert_eq!(bucket("0.0025"), Some(2.0));
     assert_eq!(bucket("+Inf"), Some(2.0));
