@@ -200,15 +200,14 @@ async fn bind_admin(server: &Server) -> anyhow::Result<Option<tokio::net::TcpLis
     }
     let listen = admin.listen;
     server.check_admin_address(listen)?;
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .with_context(|| {
-            format!(
-                "cannot listen on {listen} for the admin endpoints (/metrics, /healthz, /readyz); \
+    let listener = tokio::net::TcpListener::bind(listen).await;
+    let listener = listener.with_context(|| {
+        format!(
+            "cannot listen on {listen} for the admin endpoints (/metrics, /healthz, /readyz); \
              choose another address with --admin-listen (port 0 picks a free one), or set \
              [admin] enabled = false"
-            )
-        })?;
+        )
+    })?;
     Ok(Some(listener))
 }
 
