@@ -173,18 +173,17 @@ impl Server {
     /// `server.allow_unauthenticated` is set, as [`check_listen_address`](Self::check_listen_address)
     /// does for the endpoint: the metrics tell who uses the server and how.
     pub fn check_admin_address(&self, addr: std::net::SocketAddr) -> io::Result<()> {
-        if addr.ip().is_loopback() || self.app.config.server.allow_unauthenticated {
-            return Ok(());
-        }
-        Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!(
-                "refusing to serve the admin endpoints on {addr} without authentication: other \
-                 machines could read the metrics. Listen on 127.0.0.1 (admin.listen or \
-                 --admin-listen), or set server.allow_unauthenticated = true when only a \
-                 trusted network reaches it"
-            ),
-        ))
+        self.check_listen_address(addr).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "refusing to serve the admin endpoints on {addr} without authentication: \
+                     other machines could read the metrics. Listen on 127.0.0.1 (admin.listen \
+                     or --admin-listen), or set server.allow_unauthenticated = true when only \
+                     a trusted network reaches it"
+                ),
+            )
+        })
     }
 
     /// Whether the node is draining (or has shut down).

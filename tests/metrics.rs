@@ -5,7 +5,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::in_process::InProcess;
@@ -388,24 +387,9 @@ async fn readyz_on_the_admin_listener_answers_503_through_the_drain() {
 
 /// Runs the binary with `args`, expecting it to refuse to start; returns its stderr.
 fn refused_start(args: &[&str]) -> String {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-actor"))
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start mcp-actor");
-    let deadline = Instant::now() + WAIT;
-    while child.try_wait().expect("wait").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("mcp-actor {args:?} kept running");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let output = child.wait_with_output().expect("output");
-    assert!(!output.status.success(), "{args:?} started");
-    String::from_utf8_lossy(&output.stderr).into_owned()
+    let (status, stderr) = common::run_binary(args, WAIT).expect("the server kept running");
+    assert!(!status.success(), "{args:?} started");
+    stderr
 }
 
 #[test]

@@ -527,6 +527,32 @@ impl Session {
     }
 }
 
+/// Runs the binary with `args` and returns its exit status and stderr if it exits within
+/// `limit`, killing it otherwise.
+pub fn run_binary(args: &[&str], limit: Duration) -> Option<(std::process::ExitStatus, String)> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-actor"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mcp-actor");
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline {
+        if let Some(status) = child.try_wait().expect("wait") {
+            let mut stderr = String::new();
+            if let Some(mut pipe) = child.stderr.take() {
+                use std::io::Read;
+                let _ = pipe.read_to_string(&mut stderr);
+            }
+            return Some((status, stderr));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
 /// Runs `mcp-actor check FILE` with extra environment variables, bounded in time; returns
 /// the exit status, stdout and stderr.
 pub fn run_check(
