@@ -51,9 +51,10 @@ COPY --from=build /src/target/release/mcp-actor /usr/local/bin/mcp-actor
 COPY config/default.toml /etc/mcp-actor/config.toml
 # Numeric, so runtimes that check for a non-root user (runAsNonRoot) can verify it.
 USER 10001
-EXPOSE 8080
+# 8080: the MCP endpoint; 9090: the admin listener (/metrics, /healthz, /readyz).
+EXPOSE 8080 9090
 HEALTHCHECK --interval=10s --timeout=5s --start-period=5s --retries=3 \
     CMD ["mcp-actor", "probe", "--timeout", "3s", "http://127.0.0.1:8080/healthz"]
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["mcp-actor"]
-CMD ["--config", "/etc/mcp-actor/config.toml", "--listen", "0.0.0.0:8080", "--allow-unauthenticated"]
+CMD ["--config", "/etc/mcp-actor/config.toml", "--listen", "0.0.0.0:8080", "--admin-listen", "0.0.0.0:9090", "--allow-unauthenticated"]

@@ -104,7 +104,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 log "starting $bin --listen 127.0.0.1:$port (log: $server_log)"
-"$bin" --listen "127.0.0.1:$port" >"$server_log" 2>&1 &
+"$bin" --listen "127.0.0.1:$port" --admin-listen 127.0.0.1:0 >"$server_log" 2>&1 &
 server_pid=$!
 
 wait_listening "$server_pid" "$port" "$server_log" "${INSPECTOR_STARTUP_SECS:-30}"

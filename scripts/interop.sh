@@ -99,7 +99,7 @@ url="http://127.0.0.1:$port/mcp"
 server_log="${INTEROP_SERVER_LOG:-$(mktemp -t mcp-actor-interop.XXXXXX.log)}"
 
 log "starting $bin --listen 127.0.0.1:$port (log: $server_log)"
-"$bin" --listen "127.0.0.1:$port" >"$server_log" 2>&1 &
+"$bin" --listen "127.0.0.1:$port" --admin-listen 127.0.0.1:0 >"$server_log" 2>&1 &
 server_pid=$!
 wait_listening "$server_pid" "$port" "$server_log" "${INTEROP_STARTUP_SECS:-30}"
 
@@ -130,7 +130,7 @@ modern_url="http://127.0.0.1:$modern_port/mcp"
 modern_log="${INTEROP_MODERN_SERVER_LOG:-$(mktemp -t mcp-actor-interop-modern.XXXXXX.log)}"
 
 log "starting $bin --config $modern_config --listen 127.0.0.1:$modern_port (log: $modern_log)"
-"$bin" --config "$modern_config" --listen "127.0.0.1:$modern_port" >"$modern_log" 2>&1 &
+"$bin" --config "$modern_config" --listen "127.0.0.1:$modern_port" --admin-listen 127.0.0.1:0 >"$modern_log" 2>&1 &
 modern_pid=$!
 wait_listening "$modern_pid" "$modern_port" "$modern_log" "${INTEROP_STARTUP_SECS:-30}"
 

@@ -22,9 +22,9 @@ pub use providers::{
     ResourceConfig, ResourceKind, ToolAnnotations, ToolConfig, ToolKind,
 };
 pub use sections::{
-    CacheScope, ClientRequestsSection, HttpSection, LogFormat, LogSection, ModernSection,
-    PaginationSection, ReplaySection, ResponseMode, ServerSection, SessionsSection, TasksSection,
-    decode_request_state_key,
+    AdminSection, CacheScope, ClientRequestsSection, HttpSection, LogFormat, LogSection,
+    ModernSection, PaginationSection, ReplaySection, ResponseMode, ServerSection, SessionsSection,
+    TasksSection, decode_request_state_key,
 };
 
 /// Checks a node id (`server.node_id`, `--node-id`): it prefixes session ids, so it is
@@ -47,6 +47,7 @@ pub const DEFAULT_CONFIG_TOML: &str = include_str!("../config/default.toml");
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub server: ServerSection,
+    pub admin: AdminSection,
     pub http: HttpSection,
     pub sessions: SessionsSection,
     pub client_requests: ClientRequestsSection,
@@ -211,6 +212,13 @@ impl Config {
         }
         if let Err(e) = check_node_id(&self.server.node_id) {
             bad("server.node_id", e);
+        }
+        let admin = &self.admin;
+        if admin.enabled && admin.listen.port() != 0 && admin.listen == server.listen {
+            bad(
+                "admin.listen",
+                "must differ from server.listen, where the MCP endpoint is served",
+            );
         }
         let positive = [
             ("http.max_body_bytes", self.http.max_body_bytes),

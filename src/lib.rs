@@ -22,7 +22,7 @@
 //!
 //! ```text
 //!  reload → server (composition only) → http → { session | stateless } → { dispatch | providers }
-//!         → features → context → events → config → protocol → jsonrpc → log_limit
+//!         → features → context → events → config → protocol → jsonrpc → metrics → log_limit
 //! ```
 //!
 //! - `http` is the only layer that knows HTTP: connections and their limits, header checks,
@@ -38,6 +38,8 @@
 //! - Server-wide state is split by owner: `session::SessionEnv`, `stateless::ModernState`,
 //!   the [`events`] publisher, and the features a reload swaps; [`server`](Server) only
 //!   composes them.
+//! - [`metrics`]: one Prometheus registry per server, recorded into by every layer and
+//!   served by the admin listener ([`Server::serve_admin`]).
 
 //! ## Embedding
 //!
@@ -75,6 +77,7 @@ pub mod features;
 mod http;
 pub mod jsonrpc;
 mod log_limit;
+pub mod metrics;
 pub mod protocol;
 pub mod providers;
 pub mod reload;
@@ -89,6 +92,7 @@ pub use features::prompts::Prompt;
 pub use features::resources::{Resource, ResourceError, ResourceTemplate};
 pub use features::tools::{TaskSupport, Tool, ToolError};
 pub use features::{FeatureSet, ListChanges};
+pub use metrics::Metrics;
 pub use protocol::{
     CallToolResult, Content, GetPromptResult, PromptArgument, PromptMessage, ResourceContents, Role,
 };

@@ -3,6 +3,7 @@
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -39,6 +40,10 @@ struct Cli {
     /// the pod name.
     #[arg(long, env = "MCP_ACTOR_NODE_ID", value_parser = parse_node_id)]
     node_id: Option<String>,
+    /// Address of the admin listener (`/metrics`, `/healthz`, `/readyz`), overriding
+    /// `admin.listen` and turning it on; port 0 picks a free port.
+    #[arg(long)]
+    admin_listen: Option<SocketAddr>,
     /// Log lines as `text` or `json` (one object per line), overriding `log.format`.
     #[arg(long)]
     log_format: Option<LogFormat>,
@@ -137,7 +142,11 @@ async fn serve(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<()> {
     if let Some(node_id) = cli.node_id {
         config.server.node_id = node_id;
     }
-    let runtime = ProviderRuntime::new(&config)?;
+    if let Some(admin) = cli.admin_listen {
+        (config.admin.listen, config.admin.enabled) = (admin, true);
+    }
+    let metrics = Server::new_metrics(&config);
+    let runtime = ProviderRuntime::with_metrics(&config, Arc::clone(&metrics))?;
     let provided = loaded.build(&runtime)?;
     for warning in &provided.warnings {
         tracing::warn!("{warning}");
@@ -145,6 +154,7 @@ async fn serve(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<()> {
     let (watch, debounce) = (config.reload.watch, config.reload.debounce);
     let server = Server::builder()
         .config(config)
+        .metrics(metrics)
         .features(provided.features)
         .build()?;
     let resources = ResourceWatcher::start(server.events(), provided.watch);
@@ -161,6 +171,7 @@ async fn serve(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<()> {
              `mcp-actor --listen 127.0.0.1:9000` (through cargo: `cargo run --release -- --listen 127.0.0.1:9000`)"
         )
     })?;
+    let admin = bind_admin(&server).await?;
     raise_descriptor_limit(server.config().http.max_connections);
     let addr = listener.local_addr()?;
     let url = format!("http://{}{}", reachable(addr), server.config().server.path);
@@ -172,15 +183,46 @@ async fn serve(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<()> {
     } else {
         String::new()
     };
+    let admin_url = match &admin {
+        Some(admin) => format!("http://{}/metrics", reachable(admin.local_addr()?)),
+        None => "disabled ([admin] enabled = false)".to_string(),
+    };
     // A closed stdout (a supervisor that stopped reading) must not stop the server.
     let _ = writeln!(
         std::io::stdout(),
         "mcp-actor listening on {url}{everywhere}\n  MCP Inspector: npx -y @modelcontextprotocol/inspector@2.12.0 --cli {url} \
-         --transport http --method tools/list   (Node 22.19 or newer)\n  Claude Code:   claude mcp add --transport http mcp-actor {url}"
+         --transport http --method tools/list   (Node 22.19 or newer)\n  Claude Code:   claude mcp add --transport http mcp-actor {url}\n  admin: {admin_url}"
     );
     let _ = std::io::stdout().flush();
+    if let Some(admin) = admin {
+        let server = server.clone();
+        tokio::spawn(async move {
+            if let Err(e) = server.serve_admin(admin).await {
+                tracing::error!(error = %e, "the admin listener stopped");
+            }
+        });
+    }
     server.serve(listener).await?;
     Ok(())
+}
+
+/// Binds the admin listener (`[admin]`, `--admin-listen`), or `None` when it is off.
+async fn bind_admin(server: &Server) -> anyhow::Result<Option<tokio::net::TcpListener>> {
+    let admin = &server.config().admin;
+    if !admin.enabled {
+        return Ok(None);
+    }
+    let listen = admin.listen;
+    server.check_admin_address(listen)?;
+    let listener = tokio::net::TcpListener::bind(listen).await;
+    let listener = listener.with_context(|| {
+        format!(
+            "cannot listen on {listen} for the admin endpoints (/metrics, /healthz, /readyz); \
+             choose another address with --admin-listen (port 0 picks a free one), or set \
+             [admin] enabled = false"
+        )
+    })?;
+    Ok(Some(listener))
 }
 
 /// An address a client on this machine can use: the server's own Host check refuses

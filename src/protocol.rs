@@ -18,6 +18,17 @@ pub enum ProtocolVersion {
     V2025_11_25,
 }
 
+/// The request metrics' era of a session's revision.
+impl From<ProtocolVersion> for crate::metrics::Era {
+    fn from(version: ProtocolVersion) -> Self {
+        match version {
+            ProtocolVersion::V2025_03_26 => Self::V2025_03_26,
+            ProtocolVersion::V2025_06_18 => Self::V2025_06_18,
+            ProtocolVersion::V2025_11_25 => Self::V2025_11_25,
+        }
+    }
+}
+
 impl ProtocolVersion {
     /// Every supported revision, newest first: the order used in error messages.
     pub const SUPPORTED: [ProtocolVersion; 3] = [
@@ -76,6 +87,14 @@ impl fmt::Display for ProtocolVersion {
 
 /// The stateless revision, served per request without sessions (see [`crate::stateless`]).
 pub const MODERN_VERSION: &str = "2026-07-28";
+
+/// The `progressToken` of a request's `_meta`, when it is a string or an integer (the only
+/// types the spec allows); anything else is ignored rather than echoed back.
+pub fn progress_token(meta: Option<&Value>) -> Option<Value> {
+    meta.and_then(|m| m.get("progressToken"))
+        .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+        .cloned()
+}
 
 /// Every revision that opens with the `initialize` handshake, including 2024-11-05, which this
 /// server does not speak but must still recognise as handshake-era when routing.

@@ -49,8 +49,15 @@ impl Reloader {
         }
     }
 
-    /// Reloads now. Returns whether the new configuration was taken.
+    /// Reloads now. Returns whether the new configuration was taken; either way it counts
+    /// in `mcp_config_reloads_total`.
     pub fn reload(&mut self) -> bool {
+        let taken = self.try_reload();
+        self.server.metrics().config_reloaded(taken);
+        taken
+    }
+
+    fn try_reload(&mut self) -> bool {
         let loaded = LoadedConfig::read(Some(&self.path));
         let built = loaded.and_then(|l| l.build(&self.runtime).map(|p| (l, p)));
         let (loaded, provided) = match built {
@@ -106,6 +113,7 @@ fn tables_needing_restart(old: &Config, new: &Config) -> Vec<&'static str> {
     };
     [
         ("server", old.server != new.server),
+        ("admin", old.admin != new.admin),
         ("http", old.http != new.http),
         ("sessions", old.sessions != new.sessions),
         (

@@ -27,6 +27,7 @@ use crate::features::tools::{Tool, ToolError};
 use crate::features::{FeatureSet, Features, ListChanges};
 use crate::http::AppState;
 use crate::http::connections::ConnectionLimits;
+use crate::metrics::Metrics;
 use crate::protocol::CallToolResult;
 use crate::session::SessionEnv;
 use crate::stateless::ModernState;
@@ -56,6 +57,7 @@ pub struct ServerBuilder {
     config: Config,
     features: FeatureSet,
     errors: Vec<String>,
+    metrics: Option<Arc<Metrics>>,
 }
 
 /// Why [`ServerBuilder::build`] failed.
@@ -69,7 +71,21 @@ impl Server {
             config: Config::default(),
             features: FeatureSet::default(),
             errors: Vec::new(),
+            metrics: None,
         }
+    }
+
+    /// Fresh metrics for a server of `config`: its node id and the method table. Made
+    /// before the server when something built first records into them (the binary's
+    /// provider runtime); hand them to [`ServerBuilder::metrics`].
+    pub fn new_metrics(config: &Config) -> Arc<Metrics> {
+        let methods = crate::dispatch::methods::metric_names();
+        Arc::new(Metrics::new(&config.server.node_id, methods))
+    }
+
+    /// This server's metrics: what its admin listener serves at `/metrics`.
+    pub fn metrics(&self) -> Arc<Metrics> {
+        Arc::clone(&self.app.metrics)
     }
 
     /// The axum router of the MCP endpoint, to mount in a larger application.
@@ -119,6 +135,7 @@ impl Server {
             idle_timeout: config.http.idle_timeout,
             write_timeout: config.http.write_timeout,
             shutdown_timeout: config.server.shutdown_timeout,
+            metrics: Some(self.metrics()),
         };
         let app = Arc::clone(&self.app);
         let (draining, shutdown) = (self.drain.clone(), self.shutdown.clone());
@@ -138,6 +155,35 @@ impl Server {
                 ))
             }
         }
+    }
+
+    /// Serves the admin endpoints (`/metrics`, `/healthz`, `/readyz`) on `listener` until
+    /// the server shuts down: through the drain, so `/readyz` answers 503 while it lasts,
+    /// and then no longer. Run it beside [`serve`](Self::serve), for example in a task of
+    /// its own. Fails at once on a listener that
+    /// [`check_admin_address`](Self::check_admin_address) refuses.
+    pub async fn serve_admin(self, listener: TcpListener) -> io::Result<()> {
+        self.check_admin_address(listener.local_addr()?)?;
+        let shutdown = self.shutdown.clone();
+        let stop = async move { shutdown.cancelled().await };
+        crate::http::admin::serve(listener, Arc::clone(&self.app), stop).await
+    }
+
+    /// Refuses an admin address other machines can reach unless
+    /// `server.allow_unauthenticated` is set, as [`check_listen_address`](Self::check_listen_address)
+    /// does for the endpoint: the metrics tell who uses the server and how.
+    pub fn check_admin_address(&self, addr: std::net::SocketAddr) -> io::Result<()> {
+        self.check_listen_address(addr).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "refusing to serve the admin endpoints on {addr} without authentication: \
+                     other machines could read the metrics. Listen on 127.0.0.1 (admin.listen \
+                     or --admin-listen), or set server.allow_unauthenticated = true when only \
+                     a trusted network reaches it"
+                ),
+            )
+        })
     }
 
     /// Whether the node is draining (or has shut down).
@@ -258,6 +304,12 @@ impl ServerBuilder {
         self
     }
 
+    /// Records into `metrics` (made by [`Server::new_metrics`]) instead of fresh ones.
+    pub fn metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
     /// Records a definition error to report from [`build`](Self::build).
     pub fn error(mut self, message: impl Into<String>) -> Self {
         self.errors.push(message.into());
@@ -285,6 +337,9 @@ impl ServerBuilder {
             modern.request_state_ttl,
         )
         .map_err(|e| BuildError(vec![format!("modern.request_state_key: {e}")]))?;
+        let metrics = self
+            .metrics
+            .unwrap_or_else(|| Server::new_metrics(&self.config));
         let config = Arc::new(self.config);
         let features = Arc::new(ArcSwap::from_pointee(features));
         let identity = Arc::new(ServerIdentity::new(&config));
@@ -295,6 +350,7 @@ impl ServerBuilder {
             Arc::clone(&identity),
             drain.clone(),
             shutdown.clone(),
+            Arc::clone(&metrics),
         ));
         let events = Arc::new(ServerEvents::new(
             vec![Arc::clone(&sessions) as Arc<dyn EventSink>],
@@ -311,11 +367,13 @@ impl ServerBuilder {
             call_permits: Arc::new(Semaphore::new(config.modern.max_in_flight)),
             drain: drain.clone(),
             shutdown: shutdown.clone(),
+            metrics: Arc::clone(&metrics),
         });
         let app = Arc::new(AppState {
             config,
             sessions,
             modern,
+            metrics,
         });
         Ok(Server {
             app,

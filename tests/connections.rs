@@ -371,35 +371,9 @@ async fn stateless_requests_beyond_modern_max_in_flight_get_429() {
     assert_eq!(served.status(), 200);
 }
 
-/// Runs the binary with `args` and returns (exit status, stdout, stderr) if it exits within
-/// `limit`, killing it otherwise.
-fn run_binary(args: &[&str], limit: Duration) -> Option<(std::process::ExitStatus, String)> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-actor"))
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start mcp-actor");
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if let Some(status) = child.try_wait().expect("wait") {
-            let mut stderr = String::new();
-            if let Some(mut pipe) = child.stderr.take() {
-                use std::io::Read;
-                let _ = pipe.read_to_string(&mut stderr);
-            }
-            return Some((status, stderr));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    None
-}
-
 #[test]
 fn a_non_loopback_listener_without_authentication_refuses_to_start() {
-    let (status, stderr) = run_binary(&["--listen", "0.0.0.0:0"], Duration::from_secs(10))
+    let (status, stderr) = common::run_binary(&["--listen", "0.0.0.0:0"], Duration::from_secs(10))
         .expect("the server started on 0.0.0.0 without authentication");
     assert!(!status.success());
     assert!(stderr.contains("server.allow_unauthenticated"), "{stderr}");
@@ -410,7 +384,13 @@ fn allow_unauthenticated_serves_every_interface_and_prints_a_reachable_url() {
     let path = std::env::temp_dir().join(format!("mcp-actor-open-{}.toml", common::unique()));
     std::fs::write(&path, "[server]\nallow_unauthenticated = true\n").expect("config");
     let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-actor"))
-        .args(["--listen", "0.0.0.0:0", "--config"])
+        .args([
+            "--listen",
+            "0.0.0.0:0",
+            "--admin-listen",
+            "127.0.0.1:0",
+            "--config",
+        ])
         .arg(&path)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

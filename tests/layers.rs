@@ -21,6 +21,7 @@ const LAYERS: &[&[&str]] = &[
     &["config"],
     &["protocol"],
     &["jsonrpc"],
+    &["metrics"],
     &["log_limit"],
 ];
 

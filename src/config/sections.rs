@@ -1,5 +1,6 @@
-//! The sections of the configuration that tune the server itself — `[server]`, `[http]`,
-//! `[sessions]`, `[client_requests]`, `[replay]`, `[pagination]`, `[modern]`, `[tasks]` —
+//! The sections of the configuration that tune the server itself — `[server]`, `[admin]`,
+//! `[http]`, `[sessions]`, `[client_requests]`, `[replay]`, `[pagination]`, `[modern]`,
+//! `[tasks]` —
 //! each with its defaults. The provider entries and their limits are in
 //! [`super::providers`]; cross-field checks are in [`super::Config`]'s validation.
 
@@ -67,6 +68,27 @@ impl Default for ServerSection {
             allow_unauthenticated: false,
             shutdown_timeout: Duration::from_secs(10),
             drain_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// `[admin]`: the admin listener, apart from the MCP endpoint: `/metrics` (Prometheus),
+/// `/healthz` and `/readyz`, for a scraper or an orchestrator's probes.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AdminSection {
+    /// Whether the binary serves the admin listener.
+    pub enabled: bool,
+    /// Where it listens. A non-loopback address needs `server.allow_unauthenticated`, as
+    /// the MCP endpoint does.
+    pub listen: SocketAddr,
+}
+
+impl Default for AdminSection {
+    fn default() -> Self {
+        AdminSection {
+            enabled: true,
+            listen: SocketAddr::from(([127, 0, 0, 1], 9090)),
         }
     }
 }

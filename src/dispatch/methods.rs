@@ -58,6 +58,7 @@ const fn may_need_input(mut spec: MethodSpec) -> MethodSpec {
     spec
 }
 
+use crate::metrics::MethodLabel;
 use AnsweredBy::{Features, SessionActor, Stateless};
 use Era::{Both, Modern, Session};
 
@@ -100,6 +101,27 @@ impl MethodSpec {
     }
 }
 
+/// The method names, in table order: the rows of the request metrics.
+pub fn metric_names() -> impl Iterator<Item = &'static str> {
+    METHODS.iter().map(|m| m.name)
+}
+
+/// The request metrics' row of `name` in the handshake era or in 2026-07-28 (`modern`):
+/// `other` for a method that era does not serve, so a client cannot add series.
+pub fn metric_label(name: &str, modern: bool) -> MethodLabel {
+    METHODS
+        .iter()
+        .position(|m| {
+            m.name == name
+                && if modern {
+                    m.in_modern()
+                } else {
+                    m.in_sessions()
+                }
+        })
+        .map_or(MethodLabel::OTHER, MethodLabel::new)
+}
+
 /// Whether the session actor answers `name` itself, without spawning a handler.
 pub fn answered_by_session_actor(name: &str) -> bool {
     lookup(name).is_some_and(|m| m.answered_by == AnsweredBy::SessionActor)
@@ -118,6 +140,16 @@ mod tests {
                 m.name
             );
         }
+    }
+
+    #[test]
+    fn metric_labels_name_only_the_methods_an_era_serves() {
+        assert_eq!(metric_label("tools/call", false), MethodLabel::new(0));
+        assert_eq!(metric_label("tools/call", true), MethodLabel::new(0));
+        assert_eq!(metric_label("ping", true), MethodLabel::OTHER);
+        assert_eq!(metric_label("server/discover", false), MethodLabel::OTHER);
+        assert_eq!(metric_label("no/such", false), MethodLabel::OTHER);
+        assert_eq!(metric_names().count(), METHODS.len());
     }
 
     #[test]

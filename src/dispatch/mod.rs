@@ -17,6 +17,7 @@ use crate::context::RequestContext;
 use crate::features::Features;
 use crate::jsonrpc::RpcError;
 use crate::log_limit::warn_limited;
+use crate::metrics::Metrics;
 
 /// Runs one feature method and returns its result. `params` is taken by value so tool
 /// arguments move into the handler.
@@ -62,13 +63,16 @@ pub fn request_span(
 }
 
 /// [`dispatch`], with a handler that panics turned into an internal error (logged,
-/// rate-limited) instead of a task that ends without an answer.
+/// rate-limited) instead of a task that ends without an answer. A `tools/call` counts in
+/// `mcp_tools_in_flight` while it runs, on every path.
 pub async fn run_guarded(
     features: &Features,
+    metrics: &Metrics,
     ctx: RequestContext,
     method: &str,
     params: Option<Value>,
 ) -> Result<Value, RpcError> {
+    let _running = (method == "tools/call").then(|| metrics.tool_running());
     // A cheap handle for the log line of the rare panic (one reference count).
     let about = ctx.clone();
     AssertUnwindSafe(dispatch(features, ctx, method, params))

@@ -49,6 +49,7 @@ use tower_service::Service;
 use crate::http::error::HttpError;
 use crate::jsonrpc::codes;
 use crate::log_limit::LogLimiter;
+use crate::metrics::{Limit, Metrics};
 
 /// The bounds of [`serve`], from `[http]` and `[server]`.
 #[derive(Debug, Clone)]
@@ -60,6 +61,9 @@ pub(crate) struct ConnectionLimits {
     pub idle_timeout: Duration,
     pub write_timeout: Duration,
     pub shutdown_timeout: Duration,
+    /// Where refusals and closes are counted (`None` for the admin listener, whose
+    /// connections are not the MCP endpoint's).
+    pub metrics: Option<Arc<Metrics>>,
 }
 
 /// Connections being refused at once (over `max_connections`); beyond it a connection is
@@ -174,6 +178,9 @@ fn refuse(
             "connection refused: http.max_connections reached"
         );
     }
+    if let Some(metrics) = &limits.metrics {
+        metrics.limit_hit(Limit::MaxConnections);
+    }
     let Ok(permit) = Arc::clone(refusals).try_acquire_owned() else {
         return;
     };
@@ -262,8 +269,11 @@ async fn watch(
             () = closing.cancelled() => break,
             () = tokio::time::sleep_until(deadline) => match activity.check(&limits) {
                 Ok(next) => deadline = next,
-                Err(reason) => {
+                Err((limit, reason)) => {
                     tracing::debug!(%peer, reason, "connection closed");
+                    if let Some(metrics) = &limits.metrics {
+                        metrics.limit_hit(limit);
+                    }
                     connection.abort();
                     return;
                 }
@@ -348,7 +358,7 @@ impl Activity {
     /// Nothing wakes the watchdog when bytes arrive or a write blocks (that would cost a
     /// wake-up per request): it looks at least every `header_timeout` and `write_timeout`,
     /// so it sees each start before its deadline and can sleep until exactly then.
-    fn check(&self, limits: &ConnectionLimits) -> Result<Instant, &'static str> {
+    fn check(&self, limits: &ConnectionLimits) -> Result<Instant, (Limit, &'static str)> {
         let now = Instant::now();
         let at = |ms: u64, after: Duration| self.born + Duration::from_millis(ms) + after;
         let mut next_look = now + limits.header_timeout.min(limits.write_timeout);
@@ -356,7 +366,8 @@ impl Activity {
         if blocked != NO_BYTES {
             let due = at(blocked, limits.write_timeout);
             if now >= due {
-                return Err("the client stopped reading its reply for http.write_timeout");
+                let reason = "the client stopped reading its reply for http.write_timeout";
+                return Err((Limit::WriteTimeout, reason));
             }
             next_look = next_look.min(due);
         }
@@ -364,20 +375,19 @@ impl Activity {
             return Ok(next_look);
         }
         let first = self.first_byte_ms.load(Ordering::Acquire);
-        let (due, reason) = if first == NO_BYTES {
+        let (due, closed) = if first == NO_BYTES {
             let idle = self.idle_since_ms.load(Ordering::Acquire);
-            (
-                at(idle, limits.idle_timeout),
-                "no request for http.idle_timeout",
-            )
+            let reason = "no request for http.idle_timeout";
+            (at(idle, limits.idle_timeout), (Limit::IdleTimeout, reason))
         } else {
+            let reason = "request headers incomplete after http.header_timeout";
             (
                 at(first, limits.header_timeout),
-                "request headers incomplete after http.header_timeout",
+                (Limit::HeaderTimeout, reason),
             )
         };
         if now >= due {
-            Err(reason)
+            Err(closed)
         } else {
             Ok(due.min(next_look))
         }

@@ -12,6 +12,7 @@ use serde_json::json;
 
 use crate::jsonrpc::{RpcError, codes};
 use crate::log_limit::LogLimiter;
+use crate::metrics::{Limit, Metrics};
 use crate::session::SessionError;
 use crate::session::streams::ReplayError;
 
@@ -21,6 +22,8 @@ pub(crate) struct HttpError {
     pub error: RpcError,
     pub retry_after_secs: Option<u64>,
     pub allow: Option<&'static str>,
+    /// The limit that refused the request, counted when the error is answered.
+    pub limit: Option<Limit>,
 }
 
 impl HttpError {
@@ -30,6 +33,7 @@ impl HttpError {
             error: RpcError::new(code, message),
             retry_after_secs: None,
             allow: None,
+            limit: None,
         }
     }
 
@@ -40,12 +44,28 @@ impl HttpError {
             error,
             retry_after_secs: None,
             allow: None,
+            limit: None,
         }
     }
 
     pub fn retry_after(mut self, secs: u64) -> Self {
         self.retry_after_secs = Some(secs);
         self
+    }
+
+    /// Marks the error as the refusal of `limit`.
+    pub fn limit(mut self, limit: Limit) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    /// The response, with the refusal counted in `mcp_limit_rejections_total` when a limit
+    /// refused the request. Every handler answers its errors through here.
+    pub fn respond(self, metrics: &Metrics) -> Response {
+        if let Some(limit) = self.limit {
+            metrics.limit_hit(limit);
+        }
+        self.into_response()
     }
 
     pub fn method_not_allowed(allow: &'static str) -> Self {
@@ -87,23 +107,27 @@ impl From<SessionError> for HttpError {
                 codes::SERVER_ERROR,
                 message,
             )
-            .retry_after(1),
+            .retry_after(1)
+            .limit(Limit::MailboxFull),
             SessionError::TooManyInFlight { .. } => {
                 HttpError::new(StatusCode::TOO_MANY_REQUESTS, codes::SERVER_ERROR, message)
                     .retry_after(1)
+                    .limit(Limit::MaxInFlight)
             }
             SessionError::Draining => HttpError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 codes::SERVER_ERROR,
                 message,
             )
-            .retry_after(1),
+            .retry_after(1)
+            .limit(Limit::Draining),
             SessionError::TooManySessions { .. } => HttpError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 codes::SERVER_ERROR,
                 message,
             )
-            .retry_after(5),
+            .retry_after(5)
+            .limit(Limit::MaxSessions),
             SessionError::Replay(ReplayError::OutOfWindow { .. }) => {
                 HttpError::new(StatusCode::GONE, codes::SERVER_ERROR, message)
             }

@@ -4,6 +4,7 @@
 //! Handlers are thin: they check headers, find the session handle, send the actor one
 //! message and turn its answer into a response. Statuses are decided in [`error`].
 
+pub(crate) mod admin;
 pub(crate) mod connections;
 pub(crate) mod error;
 pub(crate) mod headers;
@@ -22,6 +23,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get};
 
 use crate::config::Config;
+use crate::metrics::Metrics;
 use crate::session::handle::SessionHandle;
 use crate::session::{SessionEnv, SessionError};
 use crate::stateless::ModernState;
@@ -32,6 +34,7 @@ pub(crate) struct AppState {
     pub config: Arc<Config>,
     pub sessions: Arc<SessionEnv>,
     pub modern: Arc<ModernState>,
+    pub metrics: Arc<Metrics>,
 }
 
 impl AppState {
@@ -139,9 +142,9 @@ async fn open_stream(State(state): State<Arc<AppState>>, uri: Uri, headers: Head
         let id = headers::require_session_id(&headers)?;
         let handle = state.session(id)?;
         let attachment = handle.open_stream(headers::last_event_id(&headers)).await?;
-        Ok::<_, HttpError>(reply::get_sse_response(attachment, config))
+        Ok::<_, HttpError>(reply::get_sse_response(attachment, config, &state.metrics))
     };
-    run.await.unwrap_or_else(IntoResponse::into_response)
+    run.await.unwrap_or_else(|e| e.respond(&state.metrics))
 }
 
 /// DELETE: ends the session. Later requests with its id get 404.
@@ -158,5 +161,5 @@ async fn delete_session(
         state.session(id)?.delete().await?;
         Ok::<_, HttpError>(StatusCode::OK.into_response())
     };
-    run.await.unwrap_or_else(IntoResponse::into_response)
+    run.await.unwrap_or_else(|e| e.respond(&state.metrics))
 }

@@ -5,19 +5,21 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
-use crate::config::HttpSection;
 use crate::http::error::{self, HttpError};
-use crate::http::reply;
+use crate::http::{AppState, reply};
+use crate::metrics::Limit;
 use crate::stateless::{Refusal, Reply};
 
-pub(crate) fn respond(reply: Reply, config: &HttpSection) -> Response {
+pub(crate) fn respond(reply: Reply, state: &AppState) -> Response {
     match reply {
         Reply::Accepted => StatusCode::ACCEPTED.into_response(),
         Reply::Response { body, error } => {
             reply::json(error.map_or(StatusCode::OK, error::modern_status), body)
         }
-        Reply::Stream(messages) => reply::sse_of_messages(messages, config),
-        Reply::Refused(refusal) => HttpError::from(refusal).into_response(),
+        Reply::Stream(messages) => {
+            reply::sse_of_messages(messages, &state.config.http, &state.metrics)
+        }
+        Reply::Refused(refusal) => HttpError::from(refusal).respond(&state.metrics),
     }
 }
 
@@ -27,14 +29,18 @@ impl From<Refusal> for HttpError {
         let code = crate::jsonrpc::codes::SERVER_ERROR;
         match refusal {
             Refusal::TooManyCalls { .. } => {
-                HttpError::new(StatusCode::TOO_MANY_REQUESTS, code, message).retry_after(1)
+                HttpError::new(StatusCode::TOO_MANY_REQUESTS, code, message)
+                    .retry_after(1)
+                    .limit(Limit::ModernMaxInFlight)
             }
             Refusal::TooManyListenStreams { .. } => {
-                HttpError::new(StatusCode::SERVICE_UNAVAILABLE, code, message).retry_after(5)
+                HttpError::new(StatusCode::SERVICE_UNAVAILABLE, code, message)
+                    .retry_after(5)
+                    .limit(Limit::MaxListenStreams)
             }
-            Refusal::Draining => {
-                HttpError::new(StatusCode::SERVICE_UNAVAILABLE, code, message).retry_after(1)
-            }
+            Refusal::Draining => HttpError::new(StatusCode::SERVICE_UNAVAILABLE, code, message)
+                .retry_after(1)
+                .limit(Limit::Draining),
             Refusal::ListenNeedsEventStream => HttpError::new(
                 StatusCode::NOT_ACCEPTABLE,
                 code,

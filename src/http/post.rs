@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use crate::http::error::HttpError;
 use crate::http::{AppState, headers, modern, reply};
 use crate::jsonrpc::{self, Message, RpcError, codes};
+use crate::metrics::Limit;
 use crate::session::{self, actor::PostOutcome};
 use crate::stateless;
 
@@ -23,7 +24,7 @@ pub(crate) async fn post(
     let (parts, body) = request.into_parts();
     match handle_post(&state, &parts.uri, &parts.headers, body).await {
         Ok(response) => response,
-        Err(e) => e.into_response(),
+        Err(e) => e.respond(&state.metrics),
     }
 }
 
@@ -72,11 +73,12 @@ async fn handle_post(
                 config.body_timeout
             ),
         )
+        .limit(Limit::BodyTimeout)
     })??;
     let decoded = match jsonrpc::decode_body(&bytes) {
         Ok(decoded) => decoded,
         Err(e) if modern_header => {
-            return Ok(modern::respond(stateless::Reply::error(None, e), config));
+            return Ok(modern::respond(stateless::Reply::error(None, e), state));
         }
         Err(e) => return Err(HttpError::bad_request(e)),
     };
@@ -88,7 +90,7 @@ async fn handle_post(
             accepts_stream: headers::check_get_accept(headers).is_ok(),
         };
         let reply = stateless::serve(&state.modern, transport, decoded).await;
-        return Ok(modern::respond(reply, config));
+        return Ok(modern::respond(reply, state));
     }
     headers::protocol_version(headers)?;
     let is_batch = matches!(decoded, jsonrpc::Body::Batch(_));
@@ -133,7 +135,7 @@ async fn handle_post(
     match handle.post(decoded.into_messages()).await? {
         PostOutcome::Accepted => Ok(StatusCode::ACCEPTED.into_response()),
         PostOutcome::Stream(attachment) => {
-            Ok(reply::respond_to_post(attachment, config, is_batch).await)
+            Ok(reply::respond_to_post(attachment, config, &state.metrics, is_batch).await)
         }
     }
 }
@@ -160,6 +162,7 @@ async fn read_body(
             codes::SERVER_ERROR,
             format!("Payload Too Large: the body exceeds {limit} bytes (http.max_body_bytes)"),
         )
+        .limit(Limit::MaxBodyBytes)
     };
     let declared = headers
         .get(header::CONTENT_LENGTH)

@@ -24,16 +24,18 @@ use sse_stream::{KeepAlive, Sse, SseBody, Timer};
 use tokio_stream::wrappers::ReceiverStream;
 
 use crate::config::{HttpSection, ResponseMode};
+use crate::metrics::Metrics;
 use crate::session::streams::{Attachment, OutEvent};
 
 /// Answers a POST's requests from their stream.
 pub(crate) async fn respond_to_post(
     mut attachment: Attachment,
     config: &HttpSection,
+    metrics: &Metrics,
     is_batch: bool,
 ) -> Response {
     if config.response_mode == ResponseMode::Sse {
-        return sse_response(attachment, config);
+        return sse_response(attachment, config, metrics);
     }
     let Some(mut live) = attachment.live.take() else {
         return json_response(std::mem::take(&mut attachment.backlog), is_batch);
@@ -45,7 +47,7 @@ pub(crate) async fn respond_to_post(
         if switch {
             attachment.backlog = buffered;
             attachment.live = Some(live);
-            return sse_response(attachment, config);
+            return sse_response(attachment, config, metrics);
         }
     }
     json_response(buffered, is_batch)
@@ -94,18 +96,31 @@ pub(crate) fn json(status: StatusCode, body: Bytes) -> Response {
 
 /// An SSE reply: the priming event (2025-11-25), the backlog, then live events until the
 /// stream ends or the connection is replaced.
-pub(crate) fn sse_response(attachment: Attachment, config: &HttpSection) -> Response {
-    sse_stream(attachment, config, false)
+pub(crate) fn sse_response(
+    attachment: Attachment,
+    config: &HttpSection,
+    metrics: &Metrics,
+) -> Response {
+    sse_stream(attachment, config, metrics, false)
 }
 
 /// A GET's SSE reply. It ends only when its session does (a drain, an idle timeout) or a
 /// newer GET replaces it, so its last event is a `retry` hint: how long to wait before the
 /// client reconnects (and, when the session is gone, learns so with a 404).
-pub(crate) fn get_sse_response(attachment: Attachment, config: &HttpSection) -> Response {
-    sse_stream(attachment, config, true)
+pub(crate) fn get_sse_response(
+    attachment: Attachment,
+    config: &HttpSection,
+    metrics: &Metrics,
+) -> Response {
+    sse_stream(attachment, config, metrics, true)
 }
 
-fn sse_stream(attachment: Attachment, config: &HttpSection, retry_at_end: bool) -> Response {
+fn sse_stream(
+    attachment: Attachment,
+    config: &HttpSection,
+    metrics: &Metrics,
+    retry_at_end: bool,
+) -> Response {
     let Attachment {
         priming_id,
         backlog,
@@ -140,9 +155,9 @@ fn sse_stream(attachment: Attachment, config: &HttpSection, retry_at_end: bool) 
             .boxed(),
         None => head.chain(futures_util::stream::iter(last)).boxed(),
     };
+    let events = counted(events, metrics).map(Ok::<_, Infallible>);
     let keep_alive = KeepAlive::new().interval(config.sse_keep_alive);
-    let body =
-        SseBody::<_, TokioTimer>::new_keep_alive(events.map(Ok::<_, Infallible>), keep_alive);
+    let body = SseBody::<_, TokioTimer>::new_keep_alive(events, keep_alive);
     sse_headers(Body::new(body))
 }
 
@@ -150,8 +165,9 @@ fn sse_stream(attachment: Attachment, config: &HttpSection, retry_at_end: bool) 
 pub(crate) fn sse_of_messages(
     messages: futures_util::stream::BoxStream<'static, Bytes>,
     config: &HttpSection,
+    metrics: &Metrics,
 ) -> Response {
-    let events = messages.map(|data| {
+    let events = counted(messages, metrics).map(|data| {
         Ok::<_, Infallible>(Sse {
             id: None,
             // Payloads are serde_json output, hence valid UTF-8 on one line.
@@ -164,6 +180,18 @@ pub(crate) fn sse_of_messages(
     sse_headers(Body::new(SseBody::<_, TokioTimer>::new_keep_alive(
         events, keep_alive,
     )))
+}
+
+/// `events`, counted in `mcp_sse_streams_open` until the response body drops it.
+fn counted<S: futures_util::Stream>(
+    events: S,
+    metrics: &Metrics,
+) -> impl futures_util::Stream<Item = S::Item> + use<S> {
+    let open = metrics.sse_stream_open();
+    events.map(move |event| {
+        let _open = &open;
+        event
+    })
 }
 
 fn to_sse(event: OutEvent) -> Sse {

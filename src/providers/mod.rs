@@ -30,6 +30,7 @@ use serde_json::{Value, json};
 
 use crate::config::{Config, ConfigError, ConfigWarning, ToolConfig, ToolKind, located_errors};
 use crate::features::FeatureSet;
+use crate::metrics::Metrics;
 pub use descendants::{RUN_MARKER_VAR, become_child_subreaper};
 use process::ProcessLimits;
 pub use watch::{ResourceWatcher, WatchTarget};
@@ -48,10 +49,18 @@ pub struct ProviderRuntime {
 }
 
 impl ProviderRuntime {
+    /// A runtime whose command processes are counted in metrics nobody scrapes.
     pub fn new(config: &Config) -> Result<Self, ConfigError> {
+        Self::with_metrics(config, Arc::default())
+    }
+
+    /// A runtime whose command processes and refusals are counted in `metrics`: the
+    /// server's, so its `/metrics` shows them.
+    pub fn with_metrics(config: &Config, metrics: Arc<Metrics>) -> Result<Self, ConfigError> {
         let limits = ProcessLimits::new(
             config.command_tools.max_processes,
             config.command_tools.max_processes_per_session,
+            metrics,
         );
         let http = reqwest::Client::builder()
             .user_agent(concat!("mcp-actor/", env!("CARGO_PKG_VERSION")))

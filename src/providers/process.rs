@@ -12,6 +12,8 @@
 //! - [`ProcessLimits`]: counts running commands server-wide and per session. A call over a
 //!   limit is refused at once rather than queued, so a flood of calls cannot pile up behind
 //!   one slow command unseen; the caller gets an `isError` result saying which limit.
+//!   The running commands are `mcp_command_processes`; the refusals count in
+//!   `mcp_limit_rejections_total{limit="max_processes"}`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -20,6 +22,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
 use super::descendants::{RunMarker, kill_marked};
+use crate::metrics::{Limit, Metrics, Running};
 
 /// Every process of one call: its process group and the processes carrying its marker.
 #[derive(Debug)]
@@ -107,6 +110,7 @@ pub(crate) struct ProcessLimits {
     max: usize,
     per_session: usize,
     counts: Mutex<Counts>,
+    metrics: Arc<Metrics>,
 }
 
 /// One running process's place in the counts; given back on drop.
@@ -114,14 +118,16 @@ pub(crate) struct ProcessLimits {
 pub(crate) struct ProcessSlot {
     limits: Arc<ProcessLimits>,
     session: Option<Arc<str>>,
+    _running: Running,
 }
 
 impl ProcessLimits {
-    pub fn new(max: usize, per_session: usize) -> Arc<Self> {
+    pub fn new(max: usize, per_session: usize, metrics: Arc<Metrics>) -> Arc<Self> {
         Arc::new(ProcessLimits {
             max,
             per_session,
             counts: Mutex::new(Counts::default()),
+            metrics,
         })
     }
 
@@ -134,6 +140,14 @@ impl ProcessLimits {
     /// Takes a slot, or says which limit is reached. Stateless requests have no session
     /// and count only server-wide.
     pub fn try_acquire(self: &Arc<Self>, session: Option<&str>) -> Result<ProcessSlot, LimitError> {
+        let slot = self.take_slot(session);
+        if slot.is_err() {
+            self.metrics.limit_hit(Limit::MaxProcesses);
+        }
+        slot
+    }
+
+    fn take_slot(self: &Arc<Self>, session: Option<&str>) -> Result<ProcessSlot, LimitError> {
         let mut counts = self.counts();
         if counts.total >= self.max {
             return Err(LimitError::Server(self.max));
@@ -150,6 +164,7 @@ impl ProcessLimits {
         Ok(ProcessSlot {
             limits: Arc::clone(self),
             session,
+            _running: self.metrics.command_running(),
         })
     }
 
@@ -181,7 +196,7 @@ mod tests {
 
     #[test]
     fn limits_apply_per_session_and_server_wide_and_free_on_drop() {
-        let limits = ProcessLimits::new(3, 2);
+        let limits = ProcessLimits::new(3, 2, Arc::default());
         let a1 = limits.try_acquire(Some("a")).unwrap();
         let _a2 = limits.try_acquire(Some("a")).unwrap();
         assert_eq!(

@@ -21,29 +21,30 @@ use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio::task::AbortHandle;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info};
+use tracing::{Instrument, debug, info};
 
 use crate::context::{ClientLink, ClientRequestError, ContextParts, Notice, RequestContext};
-use crate::dispatch::methods::answered_by_session_actor;
+use crate::dispatch::methods::{answered_by_session_actor, metric_label};
 use crate::dispatch::{request_span, run_guarded};
 use crate::events::ServerEvent;
-use crate::jsonrpc::{
-    self, Message, Notification, Request, RequestId, Response, RpcError, params_object,
-};
+use crate::jsonrpc::{self, Message, Notification, Request, RequestId, Response, RpcError};
 use crate::log_limit::warn_limited;
-use crate::protocol::{ClientInfo, LogLevel, ProtocolVersion};
+use crate::metrics::RequestTimer;
+use crate::protocol::{ClientInfo, LogLevel, ProtocolVersion, progress_token};
 use crate::session::handle::SessionLink;
 use crate::session::pending::PendingClientRequests;
 use crate::session::streams::{Attachment, StreamId, StreamRules, Streams};
 use crate::session::{SessionEnv, SessionError};
-use tracing::Instrument;
 
+mod ending;
+mod immediate;
 mod outbound;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use super::messages::PostOutcome;
 use super::messages::{ClientRequestMsg, FinishedMsg, OpenStreamMsg, PostMsg, SessionMsg};
+use ending::Ending;
 
 struct InFlight {
     stream: StreamId,
@@ -53,7 +54,7 @@ struct InFlight {
 
 enum Flow {
     Continue,
-    Stop(&'static str),
+    Stop(Ending),
 }
 
 pub(super) struct SessionActor {
@@ -92,7 +93,9 @@ impl SessionActor {
     ) -> Self {
         let now = Instant::now();
         let idle_deadline = now + env.config.sessions.idle_ttl;
-        let streams = Streams::new(StreamRules::new(&env.config, version.sends_priming_event()));
+        let rules = StreamRules::new(&env.config, version.sends_priming_event());
+        let streams = Streams::new(rules, Arc::clone(&env.metrics));
+        let pending = PendingClientRequests::new(Arc::clone(&env.metrics));
         SessionActor {
             id,
             version,
@@ -108,7 +111,7 @@ impl SessionActor {
             log_level: None,
             in_flight: HashMap::new(),
             streams,
-            pending: PendingClientRequests::default(),
+            pending,
             subscriptions: HashSet::new(),
             last_activity: now,
             idle_deadline,
@@ -129,7 +132,7 @@ impl SessionActor {
             tokio::select! {
                 msg = self.rx.recv() => {
                     // Every handle and every running handler is gone.
-                    let Some(msg) = msg else { break "no handle left" };
+                    let Some(msg) = msg else { break Ending::NoHandle };
                     if let Flow::Stop(reason) = self.handle(msg) {
                         break reason;
                     }
@@ -140,12 +143,12 @@ impl SessionActor {
                     }
                 }
                 () = &mut drain, if !self.draining => self.draining = true,
-                () = &mut shutdown => break "server shutting down",
+                () = &mut shutdown => break Ending::ShuttingDown,
             }
             // A draining session ends as soon as nothing of it is in flight: the client's
             // next request gets 404 and starts a new session on another node.
             if self.draining && self.in_flight.is_empty() && self.pending.is_empty() {
-                break "server draining";
+                break Ending::Draining;
             }
             let wanted = self
                 .pending
@@ -180,7 +183,7 @@ impl SessionActor {
             }
             SessionMsg::Delete { respond_to } => {
                 let _ = respond_to.send(());
-                return Flow::Stop("deleted by the client");
+                return Flow::Stop(Ending::Deleted);
             }
             SessionMsg::Notify(msg) => {
                 let Notice {
@@ -265,10 +268,13 @@ impl SessionActor {
     fn on_client_request_received(&mut self, stream: StreamId, request: Request) {
         let Request { id, method, params } = request;
         debug!(session = %self.id, %method, request_id = %id, "request");
+        let label = metric_label(&method, false);
+        let timer = self.env.metrics.start_request(label, self.version.into());
         if self.in_flight.contains_key(&id) {
             let error = RpcError::invalid_request(format!(
                 "request id {id} is already in use by a request in flight"
             ));
+            timer.finish(false);
             return self.answer(stream, &id, Err(error));
         }
         // The methods the table marks as answered by the session actor.
@@ -280,8 +286,11 @@ impl SessionActor {
             _ => None,
         };
         match immediate {
-            Some(outcome) => self.answer(stream, &id, outcome),
-            None => self.spawn_handler(stream, id, method, params),
+            Some(outcome) => {
+                timer.finish(outcome.is_ok());
+                self.answer(stream, &id, outcome)
+            }
+            None => self.spawn_handler(stream, id, method, params, timer),
         }
     }
 
@@ -291,14 +300,10 @@ impl SessionActor {
         id: RequestId,
         method: String,
         params: Option<Value>,
+        timer: RequestTimer,
     ) {
         let cancel = CancellationToken::new();
-        let progress_token = params
-            .as_ref()
-            .and_then(|p| p.get("_meta"))
-            .and_then(|m| m.get("progressToken"))
-            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
-            .cloned();
+        let progress_token = progress_token(params.as_ref().and_then(|p| p.get("_meta")));
         let ctx = RequestContext::new(ContextParts {
             request_id: id.clone(),
             session_id: Some(Arc::clone(&self.id)),
@@ -323,7 +328,8 @@ impl SessionActor {
         );
         let task = tokio::spawn(
             async move {
-                let outcome = run_guarded(&features, ctx, &method, params).await;
+                let outcome = run_guarded(&features, timer.metrics(), ctx, &method, params).await;
+                timer.finish(outcome.is_ok());
                 let response = jsonrpc::encode_response(Some(&task_id), &outcome);
                 let _ = tx
                     .send(SessionMsg::Finished(Box::new(FinishedMsg {
@@ -425,35 +431,6 @@ impl SessionActor {
         self.settle(flight.stream);
     }
 
-    fn set_log_level(&mut self, params: Option<&Value>) -> Result<Value, RpcError> {
-        let params = params_object(params)?;
-        let level = params
-            .get("level")
-            .cloned()
-            .and_then(|l| serde_json::from_value::<LogLevel>(l).ok())
-            .ok_or_else(|| {
-                RpcError::invalid_params(format!("`level` must be one of: {}", LogLevel::NAMES))
-            })?;
-        self.log_level = Some(level);
-        Ok(json!({}))
-    }
-
-    fn subscribe(&mut self, params: Option<&Value>, on: bool) -> Result<Value, RpcError> {
-        let params = params_object(params)?;
-        let uri = crate::features::required_str(params, "uri")?;
-        if on {
-            if !self.env.features.load().knows_resource(uri) {
-                return Err(RpcError::from(
-                    crate::features::resources::ResourceError::NotFound(uri.into()),
-                ));
-            }
-            self.subscriptions.insert(uri.to_string());
-        } else {
-            self.subscriptions.remove(uri);
-        }
-        Ok(json!({}))
-    }
-
     // ----- time and ending -----
 
     fn on_timer(&mut self) -> Flow {
@@ -481,14 +458,14 @@ impl SessionActor {
                 self.last_activity = now;
             }
             if !busy && now >= self.last_activity + ttl {
-                return Flow::Stop("idle timeout");
+                return Flow::Stop(Ending::Idle);
             }
             self.idle_deadline = self.last_activity + ttl;
         }
         Flow::Continue
     }
 
-    fn end(mut self, reason: &'static str) {
+    fn end(mut self, reason: Ending) {
         let shutting_down = self.env.shutdown.is_cancelled();
         for (id, flight) in std::mem::take(&mut self.in_flight) {
             flight.cancel.cancel();
@@ -511,7 +488,10 @@ impl SessionActor {
                 .send(Err(ClientRequestError::SessionClosed));
         }
         self.streams.close_all();
+        // Counted before the registry lets go: a drain that sees no session left must also
+        // see every session counted as ended.
+        self.env.metrics.session_ended(reason.metric());
         self.env.registry.remove(&self.id);
-        info!(session = %self.id, reason, "session ended");
+        info!(session = %self.id, reason = reason.as_str(), "session ended");
     }
 }

@@ -26,9 +26,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::dispatch::identity::ServerIdentity;
+use crate::dispatch::methods::metric_label;
 use crate::events::{EventSink, ServerEvent};
 use crate::features::Features;
 use crate::jsonrpc::{self, RpcError};
+use crate::metrics::{Era, Metrics};
 use crate::protocol::{ClientInfo, ProtocolVersion};
 use handle::SessionHandle;
 use registry::SessionRegistry;
@@ -47,6 +49,7 @@ pub(crate) struct SessionEnv {
     pub drain: CancellationToken,
     /// Cancelled when the server shuts down: actors end at once, answering what they abort.
     pub shutdown: CancellationToken,
+    pub metrics: Arc<Metrics>,
 }
 
 impl SessionEnv {
@@ -56,6 +59,7 @@ impl SessionEnv {
         identity: Arc<ServerIdentity>,
         drain: CancellationToken,
         shutdown: CancellationToken,
+        metrics: Arc<Metrics>,
     ) -> Self {
         let registry = SessionRegistry::new(config.sessions.max_sessions);
         SessionEnv {
@@ -65,6 +69,7 @@ impl SessionEnv {
             registry,
             drain,
             shutdown,
+            metrics,
         }
     }
 
@@ -127,7 +132,27 @@ fn mint_session_id(node_id: &str) -> Arc<str> {
 
 /// Answers `initialize` (spec `basic/lifecycle.mdx`) and starts the session: the handle and
 /// the encoded response. The session is live, and accepts every request, from this moment.
+///
+/// Counted as a request in the negotiated revision; a malformed one as an error in the
+/// latest; one a limit refused is counted by that limit only.
 pub(crate) fn initialize(
+    env: &Arc<SessionEnv>,
+    request: &jsonrpc::Request,
+) -> Result<(SessionHandle, bytes::Bytes), SessionError> {
+    let started = std::time::Instant::now();
+    let answer = answer_initialize(env, request);
+    let (era, ok) = match &answer {
+        Ok((handle, _)) => (Era::from(handle.version), true),
+        Err(SessionError::Invalid(_)) => (Era::from(ProtocolVersion::LATEST), false),
+        Err(_) => return answer,
+    };
+    let method = metric_label("initialize", false);
+    env.metrics
+        .record_request(method, era, ok, started.elapsed());
+    answer
+}
+
+fn answer_initialize(
     env: &Arc<SessionEnv>,
     request: &jsonrpc::Request,
 ) -> Result<(SessionHandle, bytes::Bytes), SessionError> {
@@ -186,6 +211,7 @@ fn start(
     let (tx, rx) = mpsc::channel(sessions.mailbox_capacity);
     let handle = SessionHandle::new(Arc::clone(&id), version, tx.clone(), sessions.mailbox_wait);
     env.registry.insert(handle.clone());
+    env.metrics.session_started();
     let actor = actor::SessionActor::new(
         id,
         version,

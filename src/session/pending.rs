@@ -4,8 +4,14 @@
 //! the client's answer POST completes it. Each entry has a deadline (spec
 //! `basic/lifecycle.mdx`, "Timeouts": SHOULD time out, MAY reset on progress, SHOULD keep a
 //! maximum); the actor wakes at the earliest one.
+//!
+//! Each way out of the table is one way a request ends, so the table also keeps
+//! `mcp_client_requests_pending` and `mcp_client_requests_total{outcome}`: an answer
+//! (`remove`), a deadline (`take_expired`), or the end of what asked (`take_from_origin`,
+//! `drain`).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -15,6 +21,7 @@ use tokio::time::Instant;
 
 use crate::context::ClientRequestError;
 use crate::jsonrpc::RequestId;
+use crate::metrics::{ClientRequestEnd, Metrics};
 use crate::session::streams::StreamId;
 
 pub(crate) type Answer = Result<Value, ClientRequestError>;
@@ -38,9 +45,18 @@ pub(crate) struct PendingClientRequest {
 pub(crate) struct PendingClientRequests {
     entries: HashMap<RequestId, PendingClientRequest>,
     next_id: i64,
+    metrics: Arc<Metrics>,
 }
 
 impl PendingClientRequests {
+    pub fn new(metrics: Arc<Metrics>) -> Self {
+        PendingClientRequests {
+            entries: HashMap::new(),
+            next_id: 0,
+            metrics,
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.entries.len()
     }
@@ -56,11 +72,17 @@ impl PendingClientRequests {
     }
 
     pub fn insert(&mut self, id: RequestId, entry: PendingClientRequest) {
-        self.entries.insert(id, entry);
+        if self.entries.insert(id, entry).is_none() {
+            self.metrics.client_request_sent();
+        }
     }
 
+    /// Removes the request the client answered.
     pub fn remove(&mut self, id: &RequestId) -> Option<PendingClientRequest> {
-        self.entries.remove(id)
+        let entry = self.entries.remove(id)?;
+        self.metrics
+            .client_request_ended(ClientRequestEnd::Answered);
+        Some(entry)
     }
 
     /// Pushes a deadline back after client progress, never past the hard maximum.
@@ -82,10 +104,7 @@ impl PendingClientRequests {
             .filter(|(_, e)| e.deadline <= now)
             .map(|(id, _)| id.clone())
             .collect();
-        expired
-            .into_iter()
-            .filter_map(|id| self.entries.remove_entry(&id))
-            .collect()
+        self.take(expired, ClientRequestEnd::TimedOut)
     }
 
     /// Removes and returns the entries asked for by `origin`.
@@ -99,9 +118,22 @@ impl PendingClientRequests {
             .filter(|(_, e)| &e.origin == origin)
             .map(|(id, _)| id.clone())
             .collect();
-        ids.into_iter()
+        self.take(ids, ClientRequestEnd::Cancelled)
+    }
+
+    fn take(
+        &mut self,
+        ids: Vec<RequestId>,
+        end: ClientRequestEnd,
+    ) -> Vec<(RequestId, PendingClientRequest)> {
+        let taken: Vec<_> = ids
+            .into_iter()
             .filter_map(|id| self.entries.remove_entry(&id))
-            .collect()
+            .collect();
+        for _ in &taken {
+            self.metrics.client_request_ended(end);
+        }
+        taken
     }
 
     /// Entries not sent yet, in id order: the ones held until `notifications/initialized`.
@@ -118,7 +150,12 @@ impl PendingClientRequests {
         unsent
     }
 
+    /// Removes every entry: the session is ending.
     pub fn drain(&mut self) -> impl Iterator<Item = PendingClientRequest> + '_ {
+        for _ in 0..self.entries.len() {
+            self.metrics
+                .client_request_ended(ClientRequestEnd::Cancelled);
+        }
         self.entries.drain().map(|(_, e)| e)
     }
 }

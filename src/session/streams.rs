@@ -11,11 +11,13 @@
 //! falls a whole buffer behind is disconnected and resumes from the log instead.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
 use crate::config::{Config, ResponseMode};
+use crate::metrics::Metrics;
 
 /// Identifies a stream within its session.
 pub type StreamId = u32;
@@ -106,15 +108,18 @@ pub(crate) struct Streams {
     next: StreamId,
     finished: VecDeque<StreamId>,
     rules: StreamRules,
+    /// Counts replayed events and the resumptions the window no longer covers.
+    metrics: Arc<Metrics>,
 }
 
 impl Streams {
-    pub fn new(rules: StreamRules) -> Self {
+    pub fn new(rules: StreamRules, metrics: Arc<Metrics>) -> Self {
         Streams {
             streams: HashMap::new(),
             next: GET_STREAM + 1,
             finished: VecDeque::new(),
             rules,
+            metrics,
         }
     }
 
@@ -190,6 +195,17 @@ impl Streams {
     /// connection, which closes; never 409), otherwise the resumption of the stream the id
     /// names, from just after it.
     pub fn open(&mut self, last_event_id: Option<String>) -> Result<Attachment, ReplayError> {
+        let resumed = last_event_id.is_some();
+        let opened = self.open_or_resume(last_event_id);
+        match &opened {
+            Ok(attachment) if resumed => self.metrics.events_replayed(attachment.backlog.len()),
+            Err(ReplayError::OutOfWindow { .. }) => self.metrics.replay_missed(),
+            _ => {}
+        }
+        opened
+    }
+
+    fn open_or_resume(&mut self, last_event_id: Option<String>) -> Result<Attachment, ReplayError> {
         let buffer = self.rules.connection_buffer;
         let window = self.rules.max_events;
         let Some(last_event_id) = last_event_id else {

@@ -18,6 +18,7 @@ use crate::context::{ClientLink, ContextParts, RequestContext};
 use crate::dispatch::methods;
 use crate::dispatch::{request_span, run_guarded};
 use crate::jsonrpc::{self, Request, RequestId, RpcError, codes};
+use crate::metrics::RequestTimer;
 use tracing::Instrument;
 
 /// Who the caller is, for binding `requestState`. The server has no authentication yet,
@@ -72,11 +73,14 @@ fn gathered_answers(
     Ok(answers)
 }
 
-/// Runs a feature method in its own task (see the module docs).
+/// Runs a feature method in its own task (see the module docs). The task takes `timer`
+/// and records the request when its outcome is known; a reply made before then leaves it
+/// to the caller.
 pub(super) async fn run(
     state: &Arc<ModernState>,
     request: Request,
     envelope: envelope::Envelope,
+    timer: &mut Option<RequestTimer>,
 ) -> Reply {
     // Held by the handler task, so a request counts until its handler ends or is aborted.
     let Ok(permit) = Arc::clone(&state.call_permits).try_acquire_owned() else {
@@ -137,9 +141,12 @@ pub(super) async fn run(
         &request.method,
         &request.id,
     );
+    let timer = timer.take();
     let task = tokio::spawn(async move {
         let _permit = permit;
-        let outcome = run_guarded(&features, ctx, &request.method, request.params.clone()).await;
+        let metrics = &task_state.metrics;
+        let method = &request.method;
+        let outcome = run_guarded(&features, metrics, ctx, method, request.params.clone()).await;
         let mut inputs = Map::new();
         while let Ok((key, input)) = needed_rx.try_recv() {
             inputs.insert(key, input);
@@ -170,6 +177,9 @@ pub(super) async fn run(
         } else {
             outcome.map(|result| stamp(&task_state, &request.method, result))
         };
+        if let Some(timer) = timer {
+            timer.finish(outcome.is_ok());
+        }
         let _ = out_tx.send(final_frame(&request.id, outcome)).await;
     }.instrument(span));
     // Dropping the guard (the client went away) cancels the handler: on this path,

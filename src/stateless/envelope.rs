@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 
 use crate::features::Features;
 use crate::jsonrpc::{RpcError, codes};
-use crate::protocol::{ClientInfo, LogLevel, MODERN_VERSION};
+use crate::protocol::{ClientInfo, LogLevel, MODERN_VERSION, progress_token};
 
 pub(crate) const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 pub(crate) const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
@@ -158,14 +158,10 @@ pub(crate) fn validate(
         capabilities: capabilities.clone(),
         protocol_version: None,
     };
-    let progress_token = meta
-        .get("progressToken")
-        .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
-        .cloned();
     Ok(Envelope {
         client,
         log_level,
-        progress_token,
+        progress_token: progress_token(params.and_then(|p| p.get("_meta"))),
     })
 }
 

@@ -33,7 +33,8 @@ use crate::dispatch::identity::ServerIdentity;
 use crate::dispatch::methods::{self, AnsweredBy};
 use crate::events::ServerEvents;
 use crate::features::Features;
-use crate::jsonrpc::{self, Message, RequestId, RpcError, codes};
+use crate::jsonrpc::{self, Message, Request, RequestId, RpcError, codes};
+use crate::metrics::{Era, Metrics, RequestTimer};
 use crate::protocol::{MODERN_VERSION, ProtocolVersion, is_handshake_version};
 use envelope::RoutingFields;
 use request_state::RequestStateKey;
@@ -60,6 +61,7 @@ pub(crate) struct ModernState {
     pub drain: CancellationToken,
     /// Cancelled when the server shuts down: calls answer an error, listen streams end.
     pub shutdown: CancellationToken,
+    pub metrics: Arc<Metrics>,
 }
 
 impl ModernState {
@@ -197,6 +199,32 @@ pub(crate) async fn serve(
             );
         }
     };
+    let label = methods::metric_label(&request.method, true);
+    let mut timer = Some(state.metrics.start_request(label, Era::V2026_07_28));
+    let reply = route(state, transport, request, &mut timer).await;
+    if let Some(timer) = timer {
+        settle(timer, &reply);
+    }
+    reply
+}
+
+/// Records a request that `route` answered itself (a feature call records its own, in the
+/// task that runs it): a refusal is counted by its limit, not as a request.
+fn settle(timer: RequestTimer, reply: &Reply) {
+    match reply {
+        Reply::Refused(_) => timer.discard(),
+        Reply::Response { error, .. } => timer.finish(error.is_none()),
+        Reply::Accepted | Reply::Stream(_) => timer.finish(true),
+    }
+}
+
+/// Routes one request by the method table. A feature call takes `timer` into its task.
+async fn route(
+    state: &Arc<ModernState>,
+    transport: Transport<'_>,
+    request: Request,
+    timer: &mut Option<RequestTimer>,
+) -> Reply {
     // A request that names an unknown revision and carries no envelope was not written for
     // 2026-07-28 at all: say which revisions exist rather than which fields are missing.
     let has_envelope = request
@@ -233,7 +261,7 @@ pub(crate) async fn serve(
                 Err(e) => Reply::error(Some(&request.id), e),
             }
         }
-        Some((_, AnsweredBy::Features)) => call::run(state, request, envelope).await,
+        Some((_, AnsweredBy::Features)) => call::run(state, request, envelope, timer).await,
         _ => {
             let method = &request.method;
             Reply::error(

@@ -22,7 +22,7 @@ pub const NODE_IDS: [&str; 3] = ["a", "b", "c"];
 /// there. When it does, every node gets an admin listener and the routing scenario also
 /// checks, from each node's own counters, that every call reached the node that minted its
 /// session ([`check_calls_served_by_minting_node`]).
-pub const ADMIN_LISTENER: bool = false;
+pub const ADMIN_LISTENER: bool = true;
 
 /// Longest one probe of a node may take.
 const PROBE_LIMIT: Duration = Duration::from_secs(5);

@@ -44,6 +44,8 @@ pub const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 pub struct TestServer {
     pub url: String,
     pub addr: String,
+    /// The admin listener, as `http://127.0.0.1:PORT` (`/metrics`, `/healthz`, `/readyz`).
+    pub admin_url: String,
     child: Child,
     _stdout: BufReader<std::process::ChildStdout>,
     _config: Option<tempfile_path::TempPath>,
@@ -123,6 +125,11 @@ impl TestServer {
             None if logs => Stdio::inherit(),
             None => Stdio::null(),
         };
+        // Many servers run at once: each admin listener takes a free port of its own,
+        // unless the caller chose one.
+        if !cmd.get_args().any(|a| a == "--admin-listen") {
+            cmd.args(["--admin-listen", "127.0.0.1:0"]);
+        }
         cmd.stdout(Stdio::piped())
             .stderr(stderr)
             .env("RUST_LOG", if logs { "info" } else { "warn" });
@@ -142,9 +149,19 @@ impl TestServer {
             .next()
             .unwrap_or_default()
             .to_string();
+        // The banner's last line names the admin listener.
+        let admin_url = loop {
+            line.clear();
+            let read = stdout.read_line(&mut line).expect("read the banner");
+            assert!(read > 0, "the banner ended without an admin line");
+            if let Some(admin) = line.trim().strip_prefix("admin: ") {
+                break admin.trim_end_matches("/metrics").to_string();
+            }
+        };
         TestServer {
             url,
             addr,
+            admin_url,
             child,
             _stdout: stdout,
             _config: config_file,
@@ -530,6 +547,32 @@ impl Session {
             .into_iter()
             .fold(req, |req, (k, v)| req.header(k, v))
     }
+}
+
+/// Runs the binary with `args` and returns its exit status and stderr if it exits within
+/// `limit`, killing it otherwise.
+pub fn run_binary(args: &[&str], limit: Duration) -> Option<(std::process::ExitStatus, String)> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-actor"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mcp-actor");
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline {
+        if let Some(status) = child.try_wait().expect("wait") {
+            let mut stderr = String::new();
+            if let Some(mut pipe) = child.stderr.take() {
+                use std::io::Read;
+                let _ = pipe.read_to_string(&mut stderr);
+            }
+            return Some((status, stderr));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
 }
 
 /// Runs `mcp-actor check FILE` with extra environment variables, bounded in time; returns

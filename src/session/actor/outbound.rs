@@ -15,6 +15,7 @@ use super::{ServerEvent, SessionActor};
 use crate::context::ClientRequestError;
 use crate::jsonrpc::{self, RequestId, RpcError};
 use crate::log_limit::warn_limited;
+use crate::metrics::Limit;
 use crate::protocol::LogLevel;
 use crate::session::pending::{Answer, PendingClientRequest};
 use crate::session::streams::{GET_STREAM, StreamId};
@@ -55,6 +56,7 @@ impl SessionActor {
         let config = &self.env.config.client_requests;
         if self.pending.len() >= config.max_pending {
             warn_limited!(session = %self.id, limit = config.max_pending, "server→client request refused: too many pending");
+            self.env.metrics.limit_hit(Limit::MaxPending);
             let _ = respond_to.send(Err(ClientRequestError::TooManyPending(config.max_pending)));
             return;
         }

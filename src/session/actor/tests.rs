@@ -30,6 +30,7 @@ fn actor(config: Config) -> (SessionActor, mpsc::Sender<SessionMsg>) {
         Arc::new(ServerIdentity::new(&config)),
         CancellationToken::new(),
         CancellationToken::new(),
+        Arc::default(),
     ));
     let slot = env.registry.reserve().expect("a slot");
     let (tx, rx) = mpsc::channel(16);

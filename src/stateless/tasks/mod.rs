@@ -149,7 +149,9 @@ fn spawn_run(state: &Arc<ModernState>, run: Run) -> AbortHandle {
                 cancel,
                 link: Arc::clone(&link) as Arc<dyn ClientLink>,
             });
-            let outcome = run_guarded(&call.features, ctx, "tools/call", call.params.clone()).await;
+            let (features, metrics) = (&call.features, &state.metrics);
+            let outcome =
+                run_guarded(features, metrics, ctx, "tools/call", call.params.clone()).await;
             let mut inputs = Map::new();
             while let Ok((key, input)) = needed_rx.try_recv() {
                 inputs.insert(key, input);

@@ -1,0 +1,85 @@
+//! The admin listener: `/metrics`, `/healthz` and `/readyz` on an address of their own
+//! (`[admin]`), apart from the MCP endpoint.
+//!
+//! A scraper or an orchestrator's probe should not need MCP headers, a Host allowlist
+//! entry, or a slot among the endpoint's connections, and the endpoint's own probes stay
+//! as they are. Everything here is read-only and answers GET only, so it has no Host or
+//! Origin check; an address other machines can reach still needs
+//! `server.allow_unauthenticated`, as the endpoint does.
+//!
+//! `/metrics` speaks both text formats Prometheus scrapes: OpenMetrics 1.0.0 when the
+//! scraper's `Accept` asks for it (Prometheus does), the Prometheus text format 0.0.4
+//! otherwise (curl, older scrapers). Both name the same samples.
+
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use tokio::net::TcpListener;
+
+use crate::http::AppState;
+use crate::http::connections::{self, ConnectionLimits};
+
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Open connections at most: scrapers and probes, not clients.
+const MAX_CONNECTIONS: usize = 64;
+
+/// Serves the admin router on `listener` until `shutdown` completes, with the endpoint's
+/// header, idle and write timeouts.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    state: Arc<AppState>,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    let http = &state.config.http;
+    let limits = ConnectionLimits {
+        mcp_path: Arc::from(""),
+        max_connections: MAX_CONNECTIONS,
+        header_timeout: http.header_timeout,
+        idle_timeout: http.idle_timeout,
+        write_timeout: http.write_timeout,
+        shutdown_timeout: Duration::from_secs(1),
+        metrics: None,
+    };
+    connections::serve(listener, router(state), limits, shutdown).await
+}
+
+pub(crate) fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(health))
+        .route("/readyz", get(ready))
+        .with_state(state)
+}
+
+async fn metrics(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    let openmetrics = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("application/openmetrics-text"));
+    let (body, content_type) = if openmetrics {
+        (state.metrics.encode_openmetrics(), OPENMETRICS)
+    } else {
+        (state.metrics.encode_prometheus(), PROMETHEUS_TEXT)
+    };
+    let content_type = HeaderValue::from_static(content_type);
+    (StatusCode::OK, [(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
+/// Liveness: the process answers.
+async fn health() -> Response {
+    axum::Json(serde_json::json!({ "status": "ok" })).into_response()
+}
+
+/// Readiness, as the endpoint's `/readyz` answers it: 503 while draining or full.
+async fn ready(State(state): State<Arc<AppState>>) -> Response {
+    super::readiness_response(&state)
+}

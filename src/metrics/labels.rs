@@ -1,0 +1,175 @@
+//! The label values of the metrics: closed enums, so that nothing a client sends can add a
+//! series. Each enum's position indexes the handles [`Metrics`](super::Metrics) resolved
+//! for it, and `label` is the value exported.
+
+/// The protocol revision a request was served in: the session's negotiated version, or
+/// the stateless revision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    V2025_03_26,
+    V2025_06_18,
+    V2025_11_25,
+    V2026_07_28,
+}
+
+impl Era {
+    pub const ALL: [Era; 4] = [
+        Era::V2025_03_26,
+        Era::V2025_06_18,
+        Era::V2025_11_25,
+        Era::V2026_07_28,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Era::V2025_03_26 => "2025-03-26",
+            Era::V2025_06_18 => "2025-06-18",
+            Era::V2025_11_25 => "2025-11-25",
+            Era::V2026_07_28 => "2026-07-28",
+        }
+    }
+}
+
+/// Why a session ended (`mcp_sessions_ended_total{reason}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionEnd {
+    /// The client sent DELETE.
+    Delete,
+    /// `sessions.idle_ttl` passed with nothing in flight.
+    Idle,
+    /// A server limit ended it.
+    Limit,
+    /// The server drained or shut down.
+    Shutdown,
+}
+
+impl SessionEnd {
+    pub const ALL: [SessionEnd; 4] = [
+        SessionEnd::Delete,
+        SessionEnd::Idle,
+        SessionEnd::Limit,
+        SessionEnd::Shutdown,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            SessionEnd::Delete => "delete",
+            SessionEnd::Idle => "idle",
+            SessionEnd::Limit => "limit",
+            SessionEnd::Shutdown => "shutdown",
+        }
+    }
+}
+
+/// How a server→client request (elicitation, sampling, roots) ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientRequestEnd {
+    /// The client answered, with a result or an error.
+    Answered,
+    /// `client_requests.timeout` passed first.
+    TimedOut,
+    /// The request that asked finished or was cancelled, or the session ended.
+    Cancelled,
+}
+
+impl ClientRequestEnd {
+    pub const ALL: [ClientRequestEnd; 3] = [
+        ClientRequestEnd::Answered,
+        ClientRequestEnd::TimedOut,
+        ClientRequestEnd::Cancelled,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            ClientRequestEnd::Answered => "answered",
+            ClientRequestEnd::TimedOut => "timed_out",
+            ClientRequestEnd::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// A limit that refused a request or closed a connection
+/// (`mcp_limit_rejections_total{limit}`); each label names its configuration key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// `http.max_body_bytes` (413).
+    MaxBodyBytes,
+    /// `sessions.max_in_flight` (429).
+    MaxInFlight,
+    /// `modern.max_in_flight` (429).
+    ModernMaxInFlight,
+    /// `sessions.max_sessions` (503).
+    MaxSessions,
+    /// A session's mailbox stayed full for `sessions.mailbox_wait` (503).
+    MailboxFull,
+    /// `http.max_connections` (503, then the connection closes).
+    MaxConnections,
+    /// `modern.max_listen_streams` (503).
+    MaxListenStreams,
+    /// The node is draining (503).
+    Draining,
+    /// `client_requests.max_pending`: a tool's server→client request was refused.
+    MaxPending,
+    /// `command_tools.max_processes` or `max_processes_per_session`: a command was refused.
+    MaxProcesses,
+    /// `http.header_timeout` closed a connection.
+    HeaderTimeout,
+    /// `http.body_timeout` (408).
+    BodyTimeout,
+    /// `http.write_timeout` closed a connection.
+    WriteTimeout,
+    /// `http.idle_timeout` closed a keep-alive connection.
+    IdleTimeout,
+}
+
+impl Limit {
+    pub const ALL: [Limit; 14] = [
+        Limit::MaxBodyBytes,
+        Limit::MaxInFlight,
+        Limit::ModernMaxInFlight,
+        Limit::MaxSessions,
+        Limit::MailboxFull,
+        Limit::MaxConnections,
+        Limit::MaxListenStreams,
+        Limit::Draining,
+        Limit::MaxPending,
+        Limit::MaxProcesses,
+        Limit::HeaderTimeout,
+        Limit::BodyTimeout,
+        Limit::WriteTimeout,
+        Limit::IdleTimeout,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Limit::MaxBodyBytes => "max_body_bytes",
+            Limit::MaxInFlight => "max_in_flight",
+            Limit::ModernMaxInFlight => "modern_max_in_flight",
+            Limit::MaxSessions => "max_sessions",
+            Limit::MailboxFull => "mailbox_full",
+            Limit::MaxConnections => "max_connections",
+            Limit::MaxListenStreams => "max_listen_streams",
+            Limit::Draining => "draining",
+            Limit::MaxPending => "max_pending",
+            Limit::MaxProcesses => "max_processes",
+            Limit::HeaderTimeout => "header_timeout",
+            Limit::BodyTimeout => "body_timeout",
+            Limit::WriteTimeout => "write_timeout",
+            Limit::IdleTimeout => "idle_timeout",
+        }
+    }
+}
+
+/// A method's row in the request series: its index in the method list
+/// [`Metrics::new`](super::Metrics::new) was given, or [`MethodLabel::OTHER`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MethodLabel(pub(super) usize);
+
+impl MethodLabel {
+    /// A method the server does not serve in the request's era (label `other`).
+    pub const OTHER: MethodLabel = MethodLabel(usize::MAX);
+
+    pub fn new(index: usize) -> Self {
+        MethodLabel(index)
+    }
+}
