@@ -64,6 +64,9 @@ pub struct Config {
     pub tools: Vec<ToolConfig>,
     pub resources: Vec<ResourceConfig>,
     pub prompts: Vec<PromptConfig>,
+    /// `[auth]`: bearer tokens on every request; absent, the server is open to whoever can
+    /// reach it, which is allowed on loopback listeners only.
+    pub auth: Option<auth::AuthSection>,
 }
 
 /// A configuration error, located in its file.
@@ -159,6 +162,7 @@ impl Config {
         let config = Config::parse_types(text, origin)?;
         let mut errors = config.section_errors();
         errors.extend(config.entry_errors());
+        errors.extend(config.auth.iter().flat_map(auth::AuthSection::errors));
         if !errors.is_empty() {
             return Err(located_errors(text, origin, errors));
         }

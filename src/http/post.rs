@@ -59,6 +59,8 @@ async fn handle_post(
         headers::check_post_accept(headers)?;
     }
     headers::check_content_type(headers)?;
+    // Before the body is read: an unauthenticated client costs no more than its headers.
+    let principal = state.principal(headers).await?;
     let bytes = tokio::time::timeout(
         config.body_timeout,
         read_body(headers, body, config.max_body_bytes),
@@ -83,8 +85,11 @@ async fn handle_post(
         Err(e) => return Err(HttpError::bad_request(e)),
     };
     let session_id = headers::session_id(headers);
+    state.check_scopes(&principal, decoded.messages())?;
     if is_modern_post(headers, session_id, &decoded) {
+        let caller = state.caller(&principal);
         let transport = stateless::Transport {
+            caller: &caller,
             fields: headers,
             version: headers::protocol_version_value(headers),
             accepts_stream: headers::check_get_accept(headers).is_ok(),
@@ -106,7 +111,7 @@ async fn handle_post(
             )));
         }
         if let Some(id) = session_id {
-            state.session(id)?;
+            state.session(id, &principal)?;
             return Err(HttpError::bad_request(RpcError::invalid_request(
                 "Invalid Request: this session is already initialized; send initialize without Mcp-Session-Id to start a new session",
             )));
@@ -116,7 +121,8 @@ async fn handle_post(
                 "initialize must be a request",
             )));
         };
-        let (handle, body) = session::initialize(&state.sessions, &request)?;
+        let owner = state.owner(&principal);
+        let (handle, body) = session::initialize(&state.sessions, &request, &owner)?;
         let mut response = reply::json(StatusCode::OK, body);
         if let Ok(value) = HeaderValue::from_str(&handle.id) {
             response.headers_mut().insert(headers::SESSION_ID, value);
@@ -125,7 +131,7 @@ async fn handle_post(
     }
 
     let id = headers::require_session_id(headers)?;
-    let handle = state.session(id)?;
+    let handle = state.session(id, &principal)?;
     if is_batch && !handle.version.allows_batches() {
         return Err(HttpError::bad_request(RpcError::invalid_request(format!(
             "JSON-RPC batches are only accepted in 2025-03-26 sessions; this session speaks {}: send one message per POST",

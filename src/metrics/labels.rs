@@ -120,10 +120,16 @@ pub enum Limit {
     WriteTimeout,
     /// `http.idle_timeout` closed a keep-alive connection.
     IdleTimeout,
+    /// `auth.max_sessions_per_principal` (429).
+    PrincipalSessions,
+    /// `auth.max_in_flight_per_principal` (429).
+    PrincipalInFlight,
+    /// `auth.max_tasks_per_principal`: a task-augmented call was refused.
+    PrincipalTasks,
 }
 
 impl Limit {
-    pub const ALL: [Limit; 14] = [
+    pub const ALL: [Limit; 17] = [
         Limit::MaxBodyBytes,
         Limit::MaxInFlight,
         Limit::ModernMaxInFlight,
@@ -138,6 +144,9 @@ impl Limit {
         Limit::BodyTimeout,
         Limit::WriteTimeout,
         Limit::IdleTimeout,
+        Limit::PrincipalSessions,
+        Limit::PrincipalInFlight,
+        Limit::PrincipalTasks,
     ];
 
     pub fn label(self) -> &'static str {
@@ -156,6 +165,9 @@ impl Limit {
             Limit::BodyTimeout => "body_timeout",
             Limit::WriteTimeout => "write_timeout",
             Limit::IdleTimeout => "idle_timeout",
+            Limit::PrincipalSessions => "max_sessions_per_principal",
+            Limit::PrincipalInFlight => "max_in_flight_per_principal",
+            Limit::PrincipalTasks => "max_tasks_per_principal",
         }
     }
 }

@@ -17,7 +17,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
@@ -33,6 +33,7 @@ use crate::metrics::RequestTimer;
 use crate::protocol::{ClientInfo, LogLevel, ProtocolVersion, progress_token};
 use crate::session::handle::SessionLink;
 use crate::session::pending::PendingClientRequests;
+use crate::session::registry::SessionSlot;
 use crate::session::streams::{Attachment, StreamId, StreamRules, Streams};
 use crate::session::{SessionEnv, SessionError};
 
@@ -68,7 +69,7 @@ pub(super) struct SessionActor {
     link: Arc<dyn ClientLink>,
     self_tx: mpsc::WeakSender<SessionMsg>,
     /// This session's slot among `sessions.max_sessions`, freed when the actor ends.
-    _slot: OwnedSemaphorePermit,
+    _slot: SessionSlot,
     initialized: bool,
     log_level: Option<LogLevel>,
     in_flight: HashMap<RequestId, InFlight>,
@@ -89,7 +90,7 @@ impl SessionActor {
         env: Arc<SessionEnv>,
         rx: mpsc::Receiver<SessionMsg>,
         self_tx: mpsc::WeakSender<SessionMsg>,
-        slot: OwnedSemaphorePermit,
+        slot: SessionSlot,
     ) -> Self {
         let now = Instant::now();
         let idle_deadline = now + env.config.sessions.idle_ttl;
