@@ -246,6 +246,13 @@ impl Config {
             ("modern.listen_buffer", self.modern.listen_buffer),
             ("modern.max_in_flight", self.modern.max_in_flight),
             ("http.max_connections", self.http.max_connections),
+            ("http.max_connections_per_ip", self.http.max_connections_per_ip),
+            ("http.max_batch_size", self.http.max_batch_size),
+            ("http.max_sse_streams", self.http.max_sse_streams),
+            (
+                "sessions.max_streams_per_session",
+                self.sessions.max_streams_per_session,
+            ),
             ("tasks.max_tasks", self.tasks.max_tasks),
             (
                 "command_tools.max_processes",

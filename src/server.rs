@@ -17,7 +17,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::{Authenticator, Principal, PrincipalCounts};
+use crate::auth::{Authenticator, Principal, KeyedCounts};
 use crate::config::Config;
 use crate::context::RequestContext;
 use crate::dispatch::identity::ServerIdentity;
@@ -27,6 +27,7 @@ use crate::features::resources::{Resource, ResourceTemplate};
 use crate::features::tools::{Tool, ToolError};
 use crate::features::{FeatureSet, Features, ListChanges};
 use crate::http::AppState;
+use crate::http::limits::EdgeLimits;
 use crate::http::connections::ConnectionLimits;
 use crate::metrics::Metrics;
 use crate::protocol::CallToolResult;
@@ -135,6 +136,8 @@ impl Server {
         let limits = ConnectionLimits {
             mcp_path: Arc::from(config.server.path.as_str()),
             max_connections: config.http.max_connections,
+            max_connections_per_ip: config.http.max_connections_per_ip,
+            trusted_proxies: config.http.trusted_proxies.clone(),
             header_timeout: config.http.header_timeout,
             idle_timeout: config.http.idle_timeout,
             write_timeout: config.http.write_timeout,
@@ -394,12 +397,13 @@ impl ServerBuilder {
             tasks: TaskStore::new(config.tasks.clone()),
             listen_permits: Arc::new(Semaphore::new(config.modern.max_listen_streams)),
             call_permits: Arc::new(Semaphore::new(config.modern.max_in_flight)),
-            principal_calls: PrincipalCounts::default(),
+            principal_calls: KeyedCounts::default(),
             drain: drain.clone(),
             shutdown: shutdown.clone(),
             metrics: Arc::clone(&metrics),
         });
         let app = Arc::new(AppState {
+            edge: EdgeLimits::new(&config),
             config,
             sessions,
             modern,

@@ -1,35 +1,36 @@
-//! Per-principal counts for the caps of `[auth]` (`max_sessions_per_principal`,
-//! `max_in_flight_per_principal`): a slot is taken before the work starts and given back
-//! when its guard drops, so concurrent requests cannot overshoot a cap.
+//! Counts per key (a principal, a client address) for caps such as
+//! `auth.max_sessions_per_principal` and `http.max_connections_per_ip`: a slot is taken
+//! before the work starts and given back when its guard drops, so concurrent requests
+//! cannot overshoot a cap.
 
 use std::sync::Arc;
 
 use dashmap::DashMap;
 
-/// How many of something each principal holds now. Keys with nothing held are removed, so
+/// How many of something each key holds now. Keys with nothing held are removed, so
 /// the map is as large as the set of principals with something live.
 #[derive(Debug, Default)]
-pub struct PrincipalCounts {
+pub struct KeyedCounts {
     counts: Arc<DashMap<Arc<str>, usize>>,
 }
 
-/// One unit held by a principal; dropping it gives the unit back.
+/// One unit held by a key; dropping it gives the unit back.
 #[derive(Debug)]
-pub struct PrincipalSlot {
+pub struct KeyedSlot {
     counts: Arc<DashMap<Arc<str>, usize>>,
     key: Arc<str>,
 }
 
-impl PrincipalCounts {
+impl KeyedCounts {
     /// Takes one unit for `key`, or `None` when it already holds `cap`.
-    pub fn take(&self, key: &Arc<str>, cap: usize) -> Option<PrincipalSlot> {
+    pub fn take(&self, key: &Arc<str>, cap: usize) -> Option<KeyedSlot> {
         let mut count = self.counts.entry(Arc::clone(key)).or_insert(0);
         if *count >= cap {
             return None;
         }
         *count += 1;
         drop(count);
-        Some(PrincipalSlot {
+        Some(KeyedSlot {
             counts: Arc::clone(&self.counts),
             key: Arc::clone(key),
         })
@@ -41,7 +42,7 @@ impl PrincipalCounts {
     }
 }
 
-impl Drop for PrincipalSlot {
+impl Drop for KeyedSlot {
     fn drop(&mut self) {
         if let Some(mut count) = self.counts.get_mut(&self.key) {
             *count = count.saturating_sub(1);
@@ -56,7 +57,7 @@ mod tests {
 
     #[test]
     fn a_cap_holds_per_principal_and_slots_come_back_when_dropped() {
-        let counts = PrincipalCounts::default();
+        let counts = KeyedCounts::default();
         let (alice, bob): (Arc<str>, Arc<str>) = (Arc::from("alice"), Arc::from("bob"));
         let first = counts.take(&alice, 2).expect("first");
         let second = counts.take(&alice, 2).expect("second");

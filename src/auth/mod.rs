@@ -11,7 +11,7 @@ mod counts;
 mod jwt;
 mod tokens;
 
-pub use counts::{PrincipalCounts, PrincipalSlot};
+pub use counts::{KeyedCounts, KeyedSlot};
 
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -40,6 +40,14 @@ pub struct AuthSection {
     /// Live tasks one principal may hold; a task-augmented call past it is refused.
     #[serde(default = "default_max_tasks_per_principal")]
     pub max_tasks_per_principal: usize,
+    /// `initialize` requests per second one principal may send (0: unlimited); more get
+    /// 429 with `Retry-After`.
+    #[serde(default = "default_initialize_rate_per_principal")]
+    pub initialize_rate_per_principal: u32,
+    /// How many `initialize` requests one principal may send at once before the rate
+    /// applies.
+    #[serde(default = "default_initialize_burst_per_principal")]
+    pub initialize_burst_per_principal: u32,
 }
 
 /// `[auth.scopes]`: the scopes a `tools/call`, `prompts/get` or `resources/read` needs, by
@@ -157,6 +165,14 @@ fn default_max_in_flight_per_principal() -> usize {
 }
 
 fn default_max_tasks_per_principal() -> usize {
+    100
+}
+
+fn default_initialize_rate_per_principal() -> u32 {
+    20
+}
+
+fn default_initialize_burst_per_principal() -> u32 {
     100
 }
 

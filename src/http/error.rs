@@ -132,6 +132,11 @@ impl From<SessionError> for HttpError {
             )
             .retry_after(1)
             .limit(Limit::Draining),
+            SessionError::TooManyStreams { .. } => {
+                HttpError::new(StatusCode::TOO_MANY_REQUESTS, codes::SERVER_ERROR, message)
+                    .retry_after(1)
+                    .limit(Limit::MaxStreamsPerSession)
+            }
             SessionError::TooManyForPrincipal { .. } => {
                 HttpError::new(StatusCode::TOO_MANY_REQUESTS, codes::SERVER_ERROR, message)
                     .retry_after(5)

@@ -6,6 +6,7 @@
 
 pub(crate) mod admin;
 mod auth;
+pub(crate) mod limits;
 pub(crate) mod connections;
 pub(crate) mod error;
 pub(crate) mod headers;
@@ -41,6 +42,8 @@ pub(crate) struct AppState {
     pub auth: Option<Arc<Authenticator>>,
     /// The principal of every request when `auth` is `None`.
     pub anonymous: Principal,
+    /// Rates per client and the SSE stream cap.
+    pub edge: limits::EdgeLimits,
 }
 
 impl AppState {
@@ -150,8 +153,10 @@ async fn open_stream(State(state): State<Arc<AppState>>, uri: Uri, headers: Head
         headers::protocol_version(&headers)?;
         let id = headers::require_session_id(&headers)?;
         let handle = state.session(id, &principal)?;
+        let permit = state.edge.sse_permit()?;
         let attachment = handle.open_stream(headers::last_event_id(&headers)).await?;
-        Ok::<_, HttpError>(reply::get_sse_response(attachment, config, &state.metrics))
+        let response = reply::get_sse_response(attachment, config, &state.metrics);
+        Ok::<_, HttpError>(limits::hold(response, permit))
     };
     run.await.unwrap_or_else(|e| e.respond(&state.metrics))
 }

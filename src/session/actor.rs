@@ -37,6 +37,7 @@ use crate::session::registry::SessionSlot;
 use crate::session::streams::{Attachment, StreamId, StreamRules, Streams};
 use crate::session::{SessionEnv, SessionError};
 
+mod bounds;
 mod ending;
 mod immediate;
 mod outbound;
@@ -248,6 +249,7 @@ impl SessionActor {
             debug!(session = %self.id, limit, "request refused: too many requests in flight");
             return Err(SessionError::TooManyInFlight { limit });
         }
+        self.check_stream_room()?;
         let attachment = self.streams.open_post(requests.len());
         for request in requests {
             self.on_client_request_received(attachment.stream, request);
@@ -259,6 +261,7 @@ impl SessionActor {
         &mut self,
         last_event_id: Option<String>,
     ) -> Result<Attachment, SessionError> {
+        self.check_stream_room()?;
         let attachment = self.streams.open(last_event_id)?;
         if !attachment.backlog.is_empty() {
             debug!(session = %self.id, stream = attachment.stream, replayed = attachment.backlog.len(), "stream resumed");

@@ -112,6 +112,10 @@ pub(crate) enum SessionError {
     )]
     TooManyForPrincipal { limit: usize },
     #[error(
+        "this session already has {limit} streams open (sessions.max_streams_per_session); close one, or wait for responses to finish"
+    )]
+    TooManyStreams { limit: usize },
+    #[error(
         "this server is shutting down and starts no new session; retry, and a load balancer \
          sends you to another node"
     )]

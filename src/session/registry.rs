@@ -10,7 +10,7 @@ use std::sync::Arc;
 use dashmap::DashMap;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::auth::{PrincipalCounts, PrincipalSlot};
+use crate::auth::{KeyedCounts, KeyedSlot};
 use crate::events::ServerEvent;
 use crate::log_limit::warn_limited;
 use crate::session::handle::SessionHandle;
@@ -23,7 +23,7 @@ pub(crate) struct SessionRegistry {
     slots: Arc<Semaphore>,
     max: usize,
     /// Live sessions per principal key, for `auth.max_sessions_per_principal`.
-    owned: PrincipalCounts,
+    owned: KeyedCounts,
 }
 
 /// Why no slot was given.
@@ -40,7 +40,7 @@ pub(crate) enum RegistryFull {
 #[derive(Debug)]
 pub(crate) struct SessionSlot {
     _permit: OwnedSemaphorePermit,
-    _owner: Option<PrincipalSlot>,
+    _owner: Option<KeyedSlot>,
 }
 
 impl SessionRegistry {
@@ -49,7 +49,7 @@ impl SessionRegistry {
             sessions: DashMap::new(),
             slots: Arc::new(Semaphore::new(max)),
             max,
-            owned: PrincipalCounts::default(),
+            owned: KeyedCounts::default(),
         }
     }
 

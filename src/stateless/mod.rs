@@ -28,7 +28,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::PrincipalCounts;
+use crate::auth::KeyedCounts;
 use crate::config::Config;
 use crate::dispatch::identity::ServerIdentity;
 use crate::dispatch::methods::{self, AnsweredBy};
@@ -58,7 +58,7 @@ pub(crate) struct ModernState {
     /// Requests in flight (`modern.max_in_flight`): each running handler holds a permit.
     pub call_permits: Arc<Semaphore>,
     /// Requests in flight per principal (`auth.max_in_flight_per_principal`).
-    pub principal_calls: PrincipalCounts,
+    pub principal_calls: KeyedCounts,
     /// Cancelled when the server starts draining: every new request is refused (503), and
     /// those in flight run to their end.
     pub drain: CancellationToken,
