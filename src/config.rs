@@ -246,7 +246,10 @@ impl Config {
             ("modern.listen_buffer", self.modern.listen_buffer),
             ("modern.max_in_flight", self.modern.max_in_flight),
             ("http.max_connections", self.http.max_connections),
-            ("http.max_connections_per_ip", self.http.max_connections_per_ip),
+            (
+                "http.max_connections_per_ip",
+                self.http.max_connections_per_ip,
+            ),
             ("http.max_batch_size", self.http.max_batch_size),
             ("http.max_sse_streams", self.http.max_sse_streams),
             (

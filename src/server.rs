@@ -17,7 +17,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::{Authenticator, Principal, KeyedCounts};
+use crate::auth::{Authenticator, KeyedCounts, Principal};
 use crate::config::Config;
 use crate::context::RequestContext;
 use crate::dispatch::identity::ServerIdentity;
@@ -27,8 +27,8 @@ use crate::features::resources::{Resource, ResourceTemplate};
 use crate::features::tools::{Tool, ToolError};
 use crate::features::{FeatureSet, Features, ListChanges};
 use crate::http::AppState;
-use crate::http::limits::EdgeLimits;
 use crate::http::connections::ConnectionLimits;
+use crate::http::limits::EdgeLimits;
 use crate::metrics::Metrics;
 use crate::protocol::CallToolResult;
 use crate::session::SessionEnv;

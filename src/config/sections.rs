@@ -245,7 +245,7 @@ impl Default for SessionsSection {
             max_in_flight: 256,
             mailbox_capacity: 512,
             mailbox_wait: Duration::from_secs(5),
-            max_streams_per_session: 64,
+            max_streams_per_session: 320,
         }
     }
 }

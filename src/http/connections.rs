@@ -46,8 +46,8 @@ use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tower_service::Service;
 
-use crate::http::error::HttpError;
 use crate::auth::{KeyedCounts, KeyedSlot};
+use crate::http::error::HttpError;
 use crate::jsonrpc::codes;
 use crate::log_limit::LogLimiter;
 use crate::metrics::{Limit, Metrics};

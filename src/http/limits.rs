@@ -85,7 +85,11 @@ impl EdgeLimits {
     /// The client's address: the peer, or for a trusted proxy the last address of its
     /// `X-Forwarded-For` (the one that proxy added). `None` when the peer is unknown (a
     /// router mounted without the accept loop).
-    pub fn client_ip(&self, request_peer: Option<SocketAddr>, headers: &HeaderMap) -> Option<IpAddr> {
+    pub fn client_ip(
+        &self,
+        request_peer: Option<SocketAddr>,
+        headers: &HeaderMap,
+    ) -> Option<IpAddr> {
         let peer = request_peer?.ip();
         if !self.trusted_proxies.contains(&peer) {
             return Some(peer);

@@ -6,10 +6,10 @@
 
 pub(crate) mod admin;
 mod auth;
-pub(crate) mod limits;
 pub(crate) mod connections;
 pub(crate) mod error;
 pub(crate) mod headers;
+pub(crate) mod limits;
 mod modern;
 pub(crate) mod post;
 pub(crate) mod reply;
