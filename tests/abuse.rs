@@ -382,10 +382,10 @@ async fn slowloris_connections_are_closed_while_a_normal_client_keeps_its_latenc
                         break;
                     }
                     let mut buf = [0u8; 512];
-                    match tokio::time::timeout(Duration::from_secs(1), tcp.read(&mut buf)).await {
-                        Ok(Ok(0) | Err(_)) => break,
-                        // A 408 before the close: keep reading until it closes.
-                        Ok(Ok(_)) | Err(_) => {}
+                    // A 408 before the close is read and the loop goes on until it closes.
+                    let read = tokio::time::timeout(Duration::from_secs(1), tcp.read(&mut buf));
+                    if let Ok(Ok(0) | Err(_)) = read.await {
+                        break;
                     }
                     if started.elapsed() > Duration::from_secs(15) {
                         return None;
