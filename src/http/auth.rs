@@ -77,34 +77,50 @@ impl AppState {
             let Message::Request(request) = message else {
                 continue;
             };
-            let field = if request.method.starts_with("resources/") {
-                "uri"
-            } else {
-                "name"
-            };
-            let params = request.params.as_ref();
-            let name = params.and_then(|p| p.get(field)).and_then(Value::as_str);
-            let needed = rules.needed(&request.method, name.unwrap_or_default());
-            if principal.missing_scopes(needed).is_empty() {
-                continue;
+            for (method, name) in operations(&request.method, request.params.as_ref()) {
+                let needed = rules.needed(method, name);
+                if principal.missing_scopes(needed).is_empty() {
+                    continue;
+                }
+                let scope = needed.join(" ");
+                let challenge = format!(
+                    "Bearer error=\"insufficient_scope\", scope=\"{scope}\", resource_metadata=\"{}\", \
+                     error_description=\"this operation needs the scopes: {scope}\"",
+                    auth.metadata_url()
+                );
+                let message = format!(
+                    "Forbidden: {} {name:?} needs the scopes \"{scope}\"; ask the authorization server for a token that grants them",
+                    request.method,
+                );
+                return Err(
+                    HttpError::new(StatusCode::FORBIDDEN, codes::SERVER_ERROR, message)
+                        .challenge(challenge),
+                );
             }
-            let scope = needed.join(" ");
-            let challenge = format!(
-                "Bearer error=\"insufficient_scope\", scope=\"{scope}\", resource_metadata=\"{}\", \
-                 error_description=\"this operation needs the scopes: {scope}\"",
-                auth.metadata_url()
-            );
-            let message = format!(
-                "Forbidden: {} {:?} needs the scopes \"{scope}\"; ask the authorization server for a token that grants them",
-                request.method,
-                name.unwrap_or_default()
-            );
-            return Err(
-                HttpError::new(StatusCode::FORBIDDEN, codes::SERVER_ERROR, message)
-                    .challenge(challenge),
-            );
         }
         Ok(())
+    }
+}
+
+/// What a request does that `[auth.scopes]` may restrict, as (method, name) pairs: the
+/// tool, prompt or resource it names, and for `subscriptions/listen` each resource it
+/// subscribes to (counted as `resources/subscribe`).
+fn operations<'a>(method: &'a str, params: Option<&'a Value>) -> Vec<(&'a str, &'a str)> {
+    let text = |key: &str| params.and_then(|p| p.get(key)).and_then(Value::as_str);
+    match method {
+        "tools/call" | "prompts/get" => vec![(method, text("name").unwrap_or_default())],
+        "resources/read" | "resources/subscribe" => {
+            vec![(method, text("uri").unwrap_or_default())]
+        }
+        "subscriptions/listen" => params
+            .and_then(|p| p.pointer("/notifications/resourceSubscriptions"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(|uri| ("resources/subscribe", uri))
+            .collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -178,7 +194,27 @@ async fn metadata(State(state): State<Arc<AppState>>) -> Response {
 
 #[cfg(test)]
 mod tests {
-    use super::quotable;
+    use super::{operations, quotable};
+    use serde_json::json;
+
+    #[test]
+    fn a_listen_stream_is_checked_for_every_resource_it_subscribes_to() {
+        let params = json!({ "notifications": { "toolsListChanged": true,
+            "resourceSubscriptions": ["file:///a", "file:///secret/b"] } });
+        assert_eq!(
+            operations("subscriptions/listen", Some(&params)),
+            vec![
+                ("resources/subscribe", "file:///a"),
+                ("resources/subscribe", "file:///secret/b")
+            ]
+        );
+        let call = json!({ "name": "deploy" });
+        assert_eq!(
+            operations("tools/call", Some(&call)),
+            vec![("tools/call", "deploy")]
+        );
+        assert!(operations("tools/list", None).is_empty());
+    }
 
     #[test]
     fn error_descriptions_never_break_out_of_their_quotes() {
