@@ -64,6 +64,9 @@ pub struct Config {
     pub tools: Vec<ToolConfig>,
     pub resources: Vec<ResourceConfig>,
     pub prompts: Vec<PromptConfig>,
+    /// `[auth]`: bearer tokens on every request; absent, the server is open to whoever can
+    /// reach it, which is allowed on loopback listeners only.
+    pub auth: Option<auth::AuthSection>,
 }
 
 /// A configuration error, located in its file.
@@ -159,6 +162,7 @@ impl Config {
         let config = Config::parse_types(text, origin)?;
         let mut errors = config.section_errors();
         errors.extend(config.entry_errors());
+        errors.extend(config.auth.iter().flat_map(auth::AuthSection::errors));
         if !errors.is_empty() {
             return Err(located_errors(text, origin, errors));
         }
@@ -242,6 +246,16 @@ impl Config {
             ("modern.listen_buffer", self.modern.listen_buffer),
             ("modern.max_in_flight", self.modern.max_in_flight),
             ("http.max_connections", self.http.max_connections),
+            (
+                "http.max_connections_per_ip",
+                self.http.max_connections_per_ip,
+            ),
+            ("http.max_batch_size", self.http.max_batch_size),
+            ("http.max_sse_streams", self.http.max_sse_streams),
+            (
+                "sessions.max_streams_per_session",
+                self.sessions.max_streams_per_session,
+            ),
             ("tasks.max_tasks", self.tasks.max_tasks),
             (
                 "command_tools.max_processes",

@@ -154,9 +154,14 @@ async fn serve(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<()> {
     let (watch, debounce) = (config.reload.watch, config.reload.debounce);
     let server = Server::builder()
         .config(config)
+        .config_dir(loaded.base_dir())
         .metrics(metrics)
         .features(provided.features)
         .build()?;
+    server
+        .prime_auth()
+        .await
+        .map_err(|e| anyhow::anyhow!("[auth]: {e}"))?;
     let resources = ResourceWatcher::start(server.events(), provided.watch);
     let reloader = cli
         .config

@@ -126,6 +126,7 @@ fn tables_needing_restart(old: &Config, new: &Config) -> Vec<&'static str> {
         ("tasks", old.tasks != new.tasks),
         ("reload", old.reload != new.reload),
         ("log", old.log != new.log),
+        ("auth", old.auth != new.auth),
         ("command_tools", processes(old) != processes(new)),
     ]
     .into_iter()

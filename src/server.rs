@@ -17,6 +17,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::{Authenticator, KeyedCounts, Principal};
 use crate::config::Config;
 use crate::context::RequestContext;
 use crate::dispatch::identity::ServerIdentity;
@@ -27,6 +28,7 @@ use crate::features::tools::{Tool, ToolError};
 use crate::features::{FeatureSet, Features, ListChanges};
 use crate::http::AppState;
 use crate::http::connections::ConnectionLimits;
+use crate::http::limits::EdgeLimits;
 use crate::metrics::Metrics;
 use crate::protocol::CallToolResult;
 use crate::session::SessionEnv;
@@ -58,6 +60,8 @@ pub struct ServerBuilder {
     features: FeatureSet,
     errors: Vec<String>,
     metrics: Option<Arc<Metrics>>,
+    /// Where relative paths of `[auth]` (token and JWKS files) resolve.
+    config_dir: std::path::PathBuf,
 }
 
 /// Why [`ServerBuilder::build`] failed.
@@ -72,6 +76,7 @@ impl Server {
             features: FeatureSet::default(),
             errors: Vec::new(),
             metrics: None,
+            config_dir: std::path::PathBuf::from("."),
         }
     }
 
@@ -131,6 +136,8 @@ impl Server {
         let limits = ConnectionLimits {
             mcp_path: Arc::from(config.server.path.as_str()),
             max_connections: config.http.max_connections,
+            max_connections_per_ip: config.http.max_connections_per_ip,
+            trusted_proxies: config.http.trusted_proxies.clone(),
             header_timeout: config.http.header_timeout,
             idle_timeout: config.http.idle_timeout,
             write_timeout: config.http.write_timeout,
@@ -191,17 +198,28 @@ impl Server {
         self.drain.is_cancelled()
     }
 
+    /// Loads what `[auth]` verifies JWTs with (the JWKS), so a missing or broken key set
+    /// is an error at startup rather than a 401 on every request. Without `[auth.jwt]`,
+    /// nothing to do.
+    pub async fn prime_auth(&self) -> Result<(), String> {
+        match &self.app.auth {
+            Some(auth) => auth.prime().await,
+            None => Ok(()),
+        }
+    }
+
     /// Refuses an address other machines can reach unless `server.allow_unauthenticated`
     /// is set: without authentication, anyone who reaches the port could run the tools.
     pub fn check_listen_address(&self, addr: std::net::SocketAddr) -> io::Result<()> {
-        if addr.ip().is_loopback() || self.app.config.server.allow_unauthenticated {
+        let config = &self.app.config;
+        if addr.ip().is_loopback() || config.auth.is_some() || config.server.allow_unauthenticated {
             return Ok(());
         }
         Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
             format!(
                 "refusing to serve on {addr} without authentication: other machines could reach \
-                 it and run its tools. Listen on 127.0.0.1, or set \
+                 it and run its tools. Listen on 127.0.0.1, configure [auth], or set \
                  server.allow_unauthenticated = true when a trusted proxy in front \
                  authenticates clients"
             ),
@@ -304,6 +322,13 @@ impl ServerBuilder {
         self
     }
 
+    /// Where relative paths in the configuration's `[auth]` resolve (default: the working
+    /// directory); the binary passes the configuration file's directory.
+    pub fn config_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.config_dir = dir.into();
+        self
+    }
+
     /// Records into `metrics` (made by [`Server::new_metrics`]) instead of fresh ones.
     pub fn metrics(mut self, metrics: Arc<Metrics>) -> Self {
         self.metrics = Some(metrics);
@@ -337,6 +362,13 @@ impl ServerBuilder {
             modern.request_state_ttl,
         )
         .map_err(|e| BuildError(vec![format!("modern.request_state_key: {e}")]))?;
+        let auth = match &self.config.auth {
+            Some(section) => Some(Arc::new(
+                Authenticator::new(section, &self.config_dir)
+                    .map_err(|e| BuildError(vec![format!("[auth]: {e}")]))?,
+            )),
+            None => None,
+        };
         let metrics = self
             .metrics
             .unwrap_or_else(|| Server::new_metrics(&self.config));
@@ -365,15 +397,19 @@ impl ServerBuilder {
             tasks: TaskStore::new(config.tasks.clone()),
             listen_permits: Arc::new(Semaphore::new(config.modern.max_listen_streams)),
             call_permits: Arc::new(Semaphore::new(config.modern.max_in_flight)),
+            principal_calls: KeyedCounts::default(),
             drain: drain.clone(),
             shutdown: shutdown.clone(),
             metrics: Arc::clone(&metrics),
         });
         let app = Arc::new(AppState {
+            edge: EdgeLimits::new(&config),
             config,
             sessions,
             modern,
             metrics,
+            auth,
+            anonymous: Principal::anonymous(),
         });
         Ok(Server {
             app,

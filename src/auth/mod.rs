@@ -7,8 +7,11 @@
 //!
 //! Everything the server keeps across requests is bound to the [`Principal`]'s `key`.
 
+mod counts;
 mod jwt;
 mod tokens;
+
+pub use counts::{KeyedCounts, KeyedSlot};
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -75,6 +78,7 @@ pub struct Authenticator {
     config: AuthSection,
     tokens: tokens::StaticTokens,
     jwt: Option<jwt::JwtVerifier>,
+    metadata_url: String,
 }
 
 impl Authenticator {
@@ -87,10 +91,12 @@ impl Authenticator {
             .as_ref()
             .map(|jwt| jwt::JwtVerifier::new(jwt, &config.resource, base_dir))
             .transpose()?;
+        let metadata_url = metadata_url(&config.resource)?;
         Ok(Authenticator {
             config: config.clone(),
             tokens,
             jwt,
+            metadata_url,
         })
     }
 
@@ -104,6 +110,19 @@ impl Authenticator {
 
     pub fn config(&self) -> &AuthSection {
         &self.config
+    }
+
+    /// Where clients read the protected resource metadata: the well-known path inserted
+    /// before the resource's own path (RFC 9728 §3.1), at the resource's origin.
+    pub fn metadata_url(&self) -> &str {
+        &self.metadata_url
+    }
+
+    /// The path of [`metadata_url`](Self::metadata_url), which this server answers.
+    pub fn metadata_path(&self) -> &str {
+        let after_scheme = self.metadata_url.find("://").map_or(0, |i| i + 3);
+        let path = self.metadata_url[after_scheme..].find('/');
+        path.map_or("/", |i| &self.metadata_url[after_scheme + i..])
     }
 
     /// The principal of a request with this `Authorization` header value.
@@ -137,6 +156,17 @@ impl Authenticator {
     }
 }
 
+/// `https://host/.well-known/oauth-protected-resource/<resource path>` for a resource URI
+/// (the path part is left out when the resource is the origin itself).
+fn metadata_url(resource: &str) -> Result<String, String> {
+    let url = url::Url::parse(resource).map_err(|e| format!("auth.resource: {e}"))?;
+    let path = url.path().trim_end_matches('/');
+    Ok(format!(
+        "{}/.well-known/oauth-protected-resource{path}",
+        url.origin().ascii_serialization()
+    ))
+}
+
 /// The token of `Bearer <token>` (the scheme is case-insensitive; RFC 6750 §2.1).
 fn bearer_token(value: &str) -> Option<&str> {
     let (scheme, token) = value.trim().split_once(' ')?;
@@ -151,6 +181,23 @@ fn bearer_token(value: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_metadata_url_inserts_the_well_known_path_before_the_resource_path() {
+        let url = |r: &str| metadata_url(r).unwrap();
+        assert_eq!(
+            url("https://mcp.example.com/mcp"),
+            "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
+        );
+        assert_eq!(
+            url("https://mcp.example.com"),
+            "https://mcp.example.com/.well-known/oauth-protected-resource"
+        );
+        assert_eq!(
+            url("http://127.0.0.1:8080/a/mcp/"),
+            "http://127.0.0.1:8080/.well-known/oauth-protected-resource/a/mcp"
+        );
+    }
 
     #[test]
     fn bearer_tokens_are_read_from_the_header_and_nothing_else() {

@@ -1,13 +1,10 @@
 //! The shape of an `[auth]` table and its checks; [`crate::auth::Authenticator`] verifies
 //! bearer tokens with it.
 //!
-//! The configuration file does not take the table yet: until every request path
-//! authenticates with it, `[auth]` in a file is refused as an unknown key, so a server never
-//! looks protected while it is not.
-//!
 //! Secrets never sit in the table: static tokens come from an environment variable or a
 //! file, and JWT keys from a JWKS document.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -31,6 +28,73 @@ pub struct AuthSection {
     /// Static bearer tokens, each naming its principal.
     #[serde(default)]
     pub tokens: Vec<StaticTokenConfig>,
+    /// Scopes individual operations need, beyond a valid token.
+    #[serde(default)]
+    pub scopes: OperationScopes,
+    /// Live sessions one principal may hold; `initialize` past it gets 429.
+    #[serde(default = "default_max_sessions_per_principal")]
+    pub max_sessions_per_principal: usize,
+    /// 2026-07-28 requests in flight one principal may have; past it, 429.
+    #[serde(default = "default_max_in_flight_per_principal")]
+    pub max_in_flight_per_principal: usize,
+    /// Live tasks one principal may hold; a task-augmented call past it is refused.
+    #[serde(default = "default_max_tasks_per_principal")]
+    pub max_tasks_per_principal: usize,
+    /// `initialize` requests per second one principal may send (0: unlimited); more get
+    /// 429 with `Retry-After`.
+    #[serde(default = "default_initialize_rate_per_principal")]
+    pub initialize_rate_per_principal: u32,
+    /// How many `initialize` requests one principal may send at once before the rate
+    /// applies.
+    #[serde(default = "default_initialize_burst_per_principal")]
+    pub initialize_burst_per_principal: u32,
+}
+
+/// `[auth.scopes]`: the scopes a `tools/call`, `prompts/get` or `resources/read` needs, by
+/// tool name, prompt name or resource URI. A key ending in `*` matches by prefix, and `"*"`
+/// alone matches every one no other key names. Operations no key matches need only a
+/// valid token.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperationScopes {
+    #[serde(default)]
+    pub tools: BTreeMap<String, Vec<String>>,
+    #[serde(default)]
+    pub prompts: BTreeMap<String, Vec<String>>,
+    #[serde(default)]
+    pub resources: BTreeMap<String, Vec<String>>,
+}
+
+impl OperationScopes {
+    /// The scopes `method` on `name` (a tool or prompt name, a resource URI) needs: the
+    /// exact key's, else the longest matching prefix's, else `"*"`'s.
+    pub fn needed(&self, method: &str, name: &str) -> &[String] {
+        let table = match method {
+            "tools/call" => &self.tools,
+            "prompts/get" => &self.prompts,
+            "resources/read" | "resources/subscribe" => &self.resources,
+            _ => return &[],
+        };
+        if let Some(scopes) = table.get(name) {
+            return scopes;
+        }
+        table
+            .iter()
+            .filter_map(|(key, scopes)| {
+                let prefix = key.strip_suffix('*')?;
+                name.starts_with(prefix).then_some((prefix.len(), scopes))
+            })
+            .max_by_key(|(len, _)| *len)
+            .map_or(&[], |(_, scopes)| scopes.as_slice())
+    }
+
+    fn entries(&self) -> impl Iterator<Item = (&'static str, &String, &Vec<String>)> {
+        self.tools
+            .iter()
+            .map(|(k, v)| ("tools", k, v))
+            .chain(self.prompts.iter().map(|(k, v)| ("prompts", k, v)))
+            .chain(self.resources.iter().map(|(k, v)| ("resources", k, v)))
+    }
 }
 
 /// `[auth.jwt]`: access tokens signed by the authorization server.
@@ -90,6 +154,26 @@ pub const ASYMMETRIC_ALGORITHMS: &[&str] = &[
 
 fn default_algorithms() -> Vec<String> {
     vec!["RS256".into(), "ES256".into()]
+}
+
+fn default_max_sessions_per_principal() -> usize {
+    100
+}
+
+fn default_max_in_flight_per_principal() -> usize {
+    64
+}
+
+fn default_max_tasks_per_principal() -> usize {
+    100
+}
+
+fn default_initialize_rate_per_principal() -> u32 {
+    20
+}
+
+fn default_initialize_burst_per_principal() -> u32 {
+    100
 }
 
 fn default_leeway() -> Duration {
@@ -163,6 +247,38 @@ impl AuthSection {
                 );
             }
         }
+        let caps = [
+            (
+                "auth.max_sessions_per_principal",
+                self.max_sessions_per_principal,
+            ),
+            (
+                "auth.max_in_flight_per_principal",
+                self.max_in_flight_per_principal,
+            ),
+            ("auth.max_tasks_per_principal", self.max_tasks_per_principal),
+        ];
+        for (key, value) in caps {
+            if value == 0 {
+                bad(key.into(), "must be greater than 0");
+            }
+        }
+        for (kind, key, scopes) in self.scopes.entries() {
+            if key.is_empty() || scopes.is_empty() || scopes.iter().any(|s| !is_scope_token(s)) {
+                bad(
+                    format!("auth.scopes.{kind}.{key}"),
+                    "must name at least one scope, each non-empty visible ASCII without \" or \\",
+                );
+            }
+        }
+        for (i, scope) in self.scopes_supported.iter().enumerate() {
+            if !is_scope_token(scope) {
+                bad(
+                    format!("auth.scopes_supported[{i}]"),
+                    "must be non-empty visible ASCII without spaces, \" or \\",
+                );
+            }
+        }
         let mut principals = std::collections::HashSet::new();
         for (i, token) in self.tokens.iter().enumerate() {
             if token.token_env.is_some() == token.token_file.is_some() {
@@ -182,6 +298,15 @@ impl AuthSection {
         }
         errors
     }
+}
+
+/// A scope token (RFC 6749 §3.3): visible ASCII but `"` and `\`, so it goes into a
+/// challenge's quoted `scope` unescaped.
+fn is_scope_token(scope: &str) -> bool {
+    !scope.is_empty()
+        && scope
+            .bytes()
+            .all(|b| matches!(b, 0x21 | 0x23..=0x5b | 0x5d..=0x7e))
 }
 
 fn is_absolute_url(text: &str) -> bool {

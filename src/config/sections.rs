@@ -173,6 +173,22 @@ pub struct HttpSection {
     /// How long a reply may wait on a client that stopped reading it.
     #[serde(with = "humantime_serde")]
     pub write_timeout: Duration,
+    /// Open connections from one client address at most; one more gets 429 and is closed.
+    /// Addresses in `trusted_proxies` are not capped.
+    pub max_connections_per_ip: usize,
+    /// Load balancers and proxies whose `X-Forwarded-For` names the client: for them, the
+    /// per-address limits apply to the address that header ends with.
+    pub trusted_proxies: Vec<std::net::IpAddr>,
+    /// `initialize` requests per second one client address may send (0: unlimited); more
+    /// get 429 with `Retry-After`.
+    pub initialize_rate_per_ip: u32,
+    /// How many `initialize` requests one address may send at once before the rate applies.
+    pub initialize_burst_per_ip: u32,
+    /// Messages in one JSON-RPC batch at most (2025-03-26 sessions); more get 400.
+    pub max_batch_size: usize,
+    /// Open SSE streams (responses, GET streams, listen streams) at most, server-wide; one
+    /// more gets 503.
+    pub max_sse_streams: usize,
 }
 
 impl Default for HttpSection {
@@ -190,6 +206,12 @@ impl Default for HttpSection {
             body_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(60),
             write_timeout: Duration::from_secs(30),
+            max_connections_per_ip: 1_000,
+            trusted_proxies: Vec::new(),
+            initialize_rate_per_ip: 100,
+            initialize_burst_per_ip: 1_000,
+            max_batch_size: 100,
+            max_sse_streams: 20_000,
         }
     }
 }
@@ -210,6 +232,9 @@ pub struct SessionsSection {
     /// How long an HTTP request waits for room in a full mailbox before it gets 503.
     #[serde(with = "humantime_serde")]
     pub mailbox_wait: Duration,
+    /// Open SSE streams (POST responses and GET streams) of one session at most; one more
+    /// gets 429.
+    pub max_streams_per_session: usize,
 }
 
 impl Default for SessionsSection {
@@ -220,6 +245,7 @@ impl Default for SessionsSection {
             max_in_flight: 256,
             mailbox_capacity: 512,
             mailbox_wait: Duration::from_secs(5),
+            max_streams_per_session: 320,
         }
     }
 }

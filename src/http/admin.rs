@@ -42,6 +42,8 @@ pub(crate) async fn serve(
     let limits = ConnectionLimits {
         mcp_path: Arc::from(""),
         max_connections: MAX_CONNECTIONS,
+        max_connections_per_ip: MAX_CONNECTIONS,
+        trusted_proxies: Vec::new(),
         header_timeout: http.header_timeout,
         idle_timeout: http.idle_timeout,
         write_timeout: http.write_timeout,

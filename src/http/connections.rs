@@ -46,6 +46,7 @@ use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tower_service::Service;
 
+use crate::auth::{KeyedCounts, KeyedSlot};
 use crate::http::error::HttpError;
 use crate::jsonrpc::codes;
 use crate::log_limit::LogLimiter;
@@ -57,6 +58,9 @@ pub(crate) struct ConnectionLimits {
     /// The MCP endpoint's path (`server.path`).
     pub mcp_path: Arc<str>,
     pub max_connections: usize,
+    /// `http.max_connections_per_ip`, for addresses not in `trusted_proxies`.
+    pub max_connections_per_ip: usize,
+    pub trusted_proxies: Vec<std::net::IpAddr>,
     pub header_timeout: Duration,
     pub idle_timeout: Duration,
     pub write_timeout: Duration,
@@ -79,6 +83,7 @@ pub(crate) async fn serve(
 ) -> io::Result<()> {
     let limits = Arc::new(limits);
     let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let per_ip = KeyedCounts::default();
     let refusals = Arc::new(Semaphore::new(MAX_REFUSING));
     let closing = CancellationToken::new();
     let mut connections = JoinSet::new();
@@ -99,13 +104,17 @@ pub(crate) async fn serve(
                 // Replies are often written in a few small pieces (SSE events); without
                 // TCP_NODELAY each would wait for the client's delayed ACK.
                 let _ = tcp.set_nodelay(true);
-                match Arc::clone(&permits).try_acquire_owned() {
-                    Ok(permit) => {
+                let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+                    refuse(tcp, &limits, Refused::Server, &refusals, &mut connections);
+                    continue;
+                };
+                match address_slot(&per_ip, &limits, peer) {
+                    Ok(address) => {
                         let connection = Connection {
                             router: router.clone(),
                             mcp_path: Arc::clone(&limits.mcp_path),
                             peer,
-                            _permit: permit,
+                            _permits: (permit, address),
                         };
                         let activity = Arc::new(Activity::new());
                         let ended = CancellationToken::new();
@@ -123,7 +132,7 @@ pub(crate) async fn serve(
                             peer,
                         ));
                     }
-                    Err(_) => refuse(tcp, &limits, &refusals, &mut connections),
+                    Err(()) => refuse(tcp, &limits, Refused::Address, &refusals, &mut connections),
                 }
             }
         }
@@ -163,23 +172,60 @@ async fn accept_failed(e: &io::Error) {
     tokio::time::sleep(Duration::from_millis(50)).await;
 }
 
-/// Over `max_connections`: answer 503 + `Retry-After` and close, within `header_timeout`.
+/// Which connection cap refused a connection.
+#[derive(Clone, Copy)]
+enum Refused {
+    /// `http.max_connections` (503).
+    Server,
+    /// `http.max_connections_per_ip` (429).
+    Address,
+}
+
+/// A slot among the peer's `max_connections_per_ip`; `None` for a trusted proxy.
+fn address_slot(
+    per_ip: &KeyedCounts,
+    limits: &ConnectionLimits,
+    peer: SocketAddr,
+) -> Result<Option<KeyedSlot>, ()> {
+    if limits.trusted_proxies.contains(&peer.ip()) {
+        return Ok(None);
+    }
+    let key: Arc<str> = Arc::from(peer.ip().to_string());
+    per_ip
+        .take(&key, limits.max_connections_per_ip)
+        .map(Some)
+        .ok_or(())
+}
+
+/// Over a connection cap: answer 503 (or 429 for one address's cap) with `Retry-After` and
+/// close, within `header_timeout`.
 fn refuse(
     tcp: TcpStream,
     limits: &ConnectionLimits,
+    why: Refused,
     refusals: &Arc<Semaphore>,
     connections: &mut JoinSet<()>,
 ) {
     static LOG: LogLimiter = LogLimiter::new();
+    let (status, limit, key, message) = match why {
+        Refused::Server => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Limit::MaxConnections,
+            "http.max_connections",
+            "the server is at its connection limit (http.max_connections); retry shortly",
+        ),
+        Refused::Address => (
+            StatusCode::TOO_MANY_REQUESTS,
+            Limit::MaxConnectionsPerIp,
+            "http.max_connections_per_ip",
+            "your address has too many connections open (http.max_connections_per_ip); reuse one",
+        ),
+    };
     if let Some(suppressed) = LOG.admit() {
-        tracing::warn!(
-            limit = limits.max_connections,
-            suppressed,
-            "connection refused: http.max_connections reached"
-        );
+        tracing::warn!(suppressed, "connection refused: {key} reached");
     }
     if let Some(metrics) = &limits.metrics {
-        metrics.limit_hit(Limit::MaxConnections);
+        metrics.limit_hit(limit);
     }
     let Ok(permit) = Arc::clone(refusals).try_acquire_owned() else {
         return;
@@ -187,13 +233,8 @@ fn refuse(
     let deadline = limits.header_timeout;
     connections.spawn(async move {
         let _permit = permit;
-        let service = hyper::service::service_fn(|_request| async {
-            let error = HttpError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                codes::SERVER_ERROR,
-                "the server is at its connection limit (http.max_connections); retry shortly",
-            )
-            .retry_after(1);
+        let service = hyper::service::service_fn(move |_request| async move {
+            let error = HttpError::new(status, codes::SERVER_ERROR, message).retry_after(1);
             Ok::<_, Infallible>(error.into_response())
         });
         let mut builder = auto::Builder::new(TokioExecutor::new());
@@ -208,7 +249,8 @@ struct Connection {
     router: Router,
     mcp_path: Arc<str>,
     peer: SocketAddr,
-    _permit: OwnedSemaphorePermit,
+    /// One of `http.max_connections`, and one of the peer's own.
+    _permits: (OwnedSemaphorePermit, Option<KeyedSlot>),
 }
 
 impl Connection {
@@ -224,9 +266,11 @@ impl Connection {
         let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
             let guard = requests.begin_request();
             let mut request = request.map(Body::new);
-            // Only the health probe reads the peer; the MCP endpoint's requests skip the
-            // allocation of an extensions map.
-            if request.uri().path() != &*mcp_path {
+            // The health probe and requests without a session (initialize, counted per
+            // address) read the peer; the others skip the allocation of an extensions map.
+            if request.uri().path() != &*mcp_path
+                || !request.headers().contains_key("mcp-session-id")
+            {
                 request.extensions_mut().insert(ConnectInfo(peer));
             }
             let mut router = router.clone();

@@ -24,6 +24,9 @@ pub(crate) struct HttpError {
     pub allow: Option<&'static str>,
     /// The limit that refused the request, counted when the error is answered.
     pub limit: Option<Limit>,
+    /// A bearer challenge (401, 403): the `WWW-Authenticate` value. Boxed, so the errors
+    /// every handler returns stay small.
+    pub challenge: Option<Box<str>>,
 }
 
 impl HttpError {
@@ -34,6 +37,7 @@ impl HttpError {
             retry_after_secs: None,
             allow: None,
             limit: None,
+            challenge: None,
         }
     }
 
@@ -45,11 +49,18 @@ impl HttpError {
             retry_after_secs: None,
             allow: None,
             limit: None,
+            challenge: None,
         }
     }
 
     pub fn retry_after(mut self, secs: u64) -> Self {
         self.retry_after_secs = Some(secs);
+        self
+    }
+
+    /// Adds a bearer challenge (`WWW-Authenticate`).
+    pub fn challenge(mut self, challenge: String) -> Self {
+        self.challenge = Some(challenge.into_boxed_str());
         self
     }
 
@@ -121,6 +132,16 @@ impl From<SessionError> for HttpError {
             )
             .retry_after(1)
             .limit(Limit::Draining),
+            SessionError::TooManyStreams { .. } => {
+                HttpError::new(StatusCode::TOO_MANY_REQUESTS, codes::SERVER_ERROR, message)
+                    .retry_after(1)
+                    .limit(Limit::MaxStreamsPerSession)
+            }
+            SessionError::TooManyForPrincipal { .. } => {
+                HttpError::new(StatusCode::TOO_MANY_REQUESTS, codes::SERVER_ERROR, message)
+                    .retry_after(5)
+                    .limit(Limit::PrincipalSessions)
+            }
             SessionError::TooManySessions { .. } => HttpError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 codes::SERVER_ERROR,
@@ -164,6 +185,9 @@ impl IntoResponse for HttpError {
         }
         if let Some(allow) = self.allow {
             headers.insert(header::ALLOW, HeaderValue::from_static(allow));
+        }
+        if let Some(value) = self.challenge.and_then(|c| HeaderValue::from_str(&c).ok()) {
+            headers.insert(header::WWW_AUTHENTICATE, value);
         }
         response
     }

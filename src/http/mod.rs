@@ -5,9 +5,11 @@
 //! message and turn its answer into a response. Statuses are decided in [`error`].
 
 pub(crate) mod admin;
+mod auth;
 pub(crate) mod connections;
 pub(crate) mod error;
 pub(crate) mod headers;
+pub(crate) mod limits;
 mod modern;
 pub(crate) mod post;
 pub(crate) mod reply;
@@ -22,6 +24,7 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get};
 
+use crate::auth::{Authenticator, Principal};
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::session::handle::SessionHandle;
@@ -35,12 +38,20 @@ pub(crate) struct AppState {
     pub sessions: Arc<SessionEnv>,
     pub modern: Arc<ModernState>,
     pub metrics: Arc<Metrics>,
+    /// Verifies bearer tokens when `[auth]` is configured.
+    pub auth: Option<Arc<Authenticator>>,
+    /// The principal of every request when `auth` is `None`.
+    pub anonymous: Principal,
+    /// Rates per client and the SSE stream cap.
+    pub edge: limits::EdgeLimits,
 }
 
 impl AppState {
-    /// The live session `id`, or 404's error.
-    fn session(&self, id: &str) -> Result<SessionHandle, SessionError> {
-        self.sessions.registry.get(id).ok_or(SessionError::NotFound)
+    /// The live session `id` of `principal`, or 404's error: another principal's session
+    /// is answered exactly as an unknown one.
+    fn session(&self, id: &str, principal: &Principal) -> Result<SessionHandle, SessionError> {
+        let handle = self.sessions.registry.get(id, &principal.key);
+        handle.ok_or(SessionError::NotFound)
     }
 
     /// Whether this node takes new sessions and 2026-07-28 requests: not while draining,
@@ -66,7 +77,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
     if !server.ready_path.is_empty() {
         router = router.route(&server.ready_path, get(ready));
     }
-    router.with_state(state)
+    auth::metadata_routes(router, &state).with_state(state)
 }
 
 /// The health probe: `{"status":"ok"}`, behind the same Host and Origin checks as the
@@ -137,12 +148,15 @@ async fn open_stream(State(state): State<Arc<AppState>>, uri: Uri, headers: Head
         let config = &state.config.http;
         headers::check_host_and_origin(&headers, &uri, config)?;
         reject_modern(&headers)?;
+        let principal = state.principal(&headers).await?;
         headers::check_get_accept(&headers)?;
         headers::protocol_version(&headers)?;
         let id = headers::require_session_id(&headers)?;
-        let handle = state.session(id)?;
+        let handle = state.session(id, &principal)?;
+        let permit = state.edge.sse_permit()?;
         let attachment = handle.open_stream(headers::last_event_id(&headers)).await?;
-        Ok::<_, HttpError>(reply::get_sse_response(attachment, config, &state.metrics))
+        let response = reply::get_sse_response(attachment, config, &state.metrics);
+        Ok::<_, HttpError>(limits::hold(response, permit))
     };
     run.await.unwrap_or_else(|e| e.respond(&state.metrics))
 }
@@ -156,9 +170,10 @@ async fn delete_session(
     let run = async {
         headers::check_host_and_origin(&headers, &uri, &state.config.http)?;
         reject_modern(&headers)?;
+        let principal = state.principal(&headers).await?;
         headers::protocol_version(&headers)?;
         let id = headers::require_session_id(&headers)?;
-        state.session(id)?.delete().await?;
+        state.session(id, &principal)?.delete().await?;
         Ok::<_, HttpError>(StatusCode::OK.into_response())
     };
     run.await.unwrap_or_else(|e| e.respond(&state.metrics))

@@ -38,6 +38,11 @@ impl From<Refusal> for HttpError {
                     .retry_after(5)
                     .limit(Limit::MaxListenStreams)
             }
+            Refusal::PrincipalBusy { .. } => {
+                HttpError::new(StatusCode::TOO_MANY_REQUESTS, code, message)
+                    .retry_after(1)
+                    .limit(Limit::PrincipalInFlight)
+            }
             Refusal::Draining => HttpError::new(StatusCode::SERVICE_UNAVAILABLE, code, message)
                 .retry_after(1)
                 .limit(Limit::Draining),

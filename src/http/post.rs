@@ -9,7 +9,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::http::error::HttpError;
-use crate::http::{AppState, headers, modern, reply};
+use crate::http::{AppState, headers, limits, modern, reply};
 use crate::jsonrpc::{self, Message, RpcError, codes};
 use crate::metrics::Limit;
 use crate::session::{self, actor::PostOutcome};
@@ -22,7 +22,8 @@ pub(crate) async fn post(
     // The request is taken whole so its headers are read in place: the `HeaderMap` and
     // `Uri` extractors would copy them on every call.
     let (parts, body) = request.into_parts();
-    match handle_post(&state, &parts.uri, &parts.headers, body).await {
+    let peer = limits::peer(&parts.extensions);
+    match handle_post(&state, &parts.uri, &parts.headers, peer, body).await {
         Ok(response) => response,
         Err(e) => e.respond(&state.metrics),
     }
@@ -47,18 +48,28 @@ async fn handle_post(
     state: &Arc<AppState>,
     uri: &Uri,
     headers: &HeaderMap,
+    peer: Option<std::net::SocketAddr>,
     body: Body,
 ) -> Result<Response, HttpError> {
     let config = &state.config.http;
     headers::check_host_and_origin(headers, uri, config)?;
     let modern_header =
         headers::protocol_version_value(headers).is_some_and(stateless::takes_version);
+    let session_id = headers::session_id(headers);
+    if session_id.is_none() && !modern_header {
+        // Only initialize starts here: counted per address before any work, tokens included.
+        state
+            .edge
+            .initialize_from(state.edge.client_ip(peer, headers))?;
+    }
     if modern_header {
         headers::check_json_accept(headers)?;
     } else {
         headers::check_post_accept(headers)?;
     }
     headers::check_content_type(headers)?;
+    // Before the body is read: an unauthenticated client costs no more than its headers.
+    let principal = state.principal(headers).await?;
     let bytes = tokio::time::timeout(
         config.body_timeout,
         read_body(headers, body, config.max_body_bytes),
@@ -82,15 +93,28 @@ async fn handle_post(
         }
         Err(e) => return Err(HttpError::bad_request(e)),
     };
-    let session_id = headers::session_id(headers);
+    if let jsonrpc::Body::Batch(messages) = &decoded {
+        if messages.len() > config.max_batch_size {
+            let error = RpcError::invalid_request(format!(
+                "a batch of {} messages is over http.max_batch_size ({}); send fewer per POST",
+                messages.len(),
+                config.max_batch_size
+            ));
+            return Err(HttpError::bad_request(error).limit(Limit::MaxBatchSize));
+        }
+    }
+    state.check_scopes(&principal, decoded.messages())?;
     if is_modern_post(headers, session_id, &decoded) {
+        let caller = state.caller(&principal);
         let transport = stateless::Transport {
+            caller: &caller,
             fields: headers,
             version: headers::protocol_version_value(headers),
             accepts_stream: headers::check_get_accept(headers).is_ok(),
         };
+        let permit = state.edge.sse_permit()?;
         let reply = stateless::serve(&state.modern, transport, decoded).await;
-        return Ok(modern::respond(reply, state));
+        return Ok(limits::hold(modern::respond(reply, state), permit));
     }
     headers::protocol_version(headers)?;
     let is_batch = matches!(decoded, jsonrpc::Body::Batch(_));
@@ -106,7 +130,7 @@ async fn handle_post(
             )));
         }
         if let Some(id) = session_id {
-            state.session(id)?;
+            state.session(id, &principal)?;
             return Err(HttpError::bad_request(RpcError::invalid_request(
                 "Invalid Request: this session is already initialized; send initialize without Mcp-Session-Id to start a new session",
             )));
@@ -116,7 +140,11 @@ async fn handle_post(
                 "initialize must be a request",
             )));
         };
-        let (handle, body) = session::initialize(&state.sessions, &request)?;
+        if state.auth.is_some() {
+            state.edge.initialize_by(&principal.key)?;
+        }
+        let owner = state.owner(&principal);
+        let (handle, body) = session::initialize(&state.sessions, &request, &owner)?;
         let mut response = reply::json(StatusCode::OK, body);
         if let Ok(value) = HeaderValue::from_str(&handle.id) {
             response.headers_mut().insert(headers::SESSION_ID, value);
@@ -125,18 +153,27 @@ async fn handle_post(
     }
 
     let id = headers::require_session_id(headers)?;
-    let handle = state.session(id)?;
+    let handle = state.session(id, &principal)?;
     if is_batch && !handle.version.allows_batches() {
         return Err(HttpError::bad_request(RpcError::invalid_request(format!(
             "JSON-RPC batches are only accepted in 2025-03-26 sessions; this session speaks {}: send one message per POST",
             handle.version
         ))));
     }
-    match handle.post(decoded.into_messages()).await? {
-        PostOutcome::Accepted => Ok(StatusCode::ACCEPTED.into_response()),
-        PostOutcome::Stream(attachment) => {
+    let has_requests = decoded
+        .messages()
+        .iter()
+        .any(|m| matches!(m, Message::Request(_)));
+    let permit = has_requests.then(|| state.edge.sse_permit()).transpose()?;
+    match (handle.post(decoded.into_messages()).await?, permit) {
+        (PostOutcome::Stream(attachment), Some(permit)) => {
+            let response = reply::respond_to_post(attachment, config, &state.metrics, is_batch);
+            Ok(limits::hold(response.await, permit))
+        }
+        (PostOutcome::Stream(attachment), None) => {
             Ok(reply::respond_to_post(attachment, config, &state.metrics, is_batch).await)
         }
+        (PostOutcome::Accepted, _) => Ok(StatusCode::ACCEPTED.into_response()),
     }
 }
 

@@ -120,10 +120,28 @@ pub enum Limit {
     WriteTimeout,
     /// `http.idle_timeout` closed a keep-alive connection.
     IdleTimeout,
+    /// `auth.max_sessions_per_principal` (429).
+    PrincipalSessions,
+    /// `auth.max_in_flight_per_principal` (429).
+    PrincipalInFlight,
+    /// `auth.max_tasks_per_principal`: a task-augmented call was refused.
+    PrincipalTasks,
+    /// `http.initialize_rate_per_ip` (429).
+    InitializeRateIp,
+    /// `auth.initialize_rate_per_principal` (429).
+    InitializeRatePrincipal,
+    /// `http.max_sse_streams` (503).
+    MaxSseStreams,
+    /// `sessions.max_streams_per_session` (429).
+    MaxStreamsPerSession,
+    /// `http.max_batch_size` (400).
+    MaxBatchSize,
+    /// `http.max_connections_per_ip` (429, then the connection closes).
+    MaxConnectionsPerIp,
 }
 
 impl Limit {
-    pub const ALL: [Limit; 14] = [
+    pub const ALL: [Limit; 23] = [
         Limit::MaxBodyBytes,
         Limit::MaxInFlight,
         Limit::ModernMaxInFlight,
@@ -138,6 +156,15 @@ impl Limit {
         Limit::BodyTimeout,
         Limit::WriteTimeout,
         Limit::IdleTimeout,
+        Limit::PrincipalSessions,
+        Limit::PrincipalInFlight,
+        Limit::PrincipalTasks,
+        Limit::InitializeRateIp,
+        Limit::InitializeRatePrincipal,
+        Limit::MaxSseStreams,
+        Limit::MaxStreamsPerSession,
+        Limit::MaxBatchSize,
+        Limit::MaxConnectionsPerIp,
     ];
 
     pub fn label(self) -> &'static str {
@@ -156,6 +183,15 @@ impl Limit {
             Limit::BodyTimeout => "body_timeout",
             Limit::WriteTimeout => "write_timeout",
             Limit::IdleTimeout => "idle_timeout",
+            Limit::PrincipalSessions => "max_sessions_per_principal",
+            Limit::PrincipalInFlight => "max_in_flight_per_principal",
+            Limit::PrincipalTasks => "max_tasks_per_principal",
+            Limit::InitializeRateIp => "initialize_rate_per_ip",
+            Limit::InitializeRatePrincipal => "initialize_rate_per_principal",
+            Limit::MaxSseStreams => "max_sse_streams",
+            Limit::MaxStreamsPerSession => "max_streams_per_session",
+            Limit::MaxBatchSize => "max_batch_size",
+            Limit::MaxConnectionsPerIp => "max_connections_per_ip",
         }
     }
 }

@@ -96,6 +96,11 @@ pub struct LoadedConfig {
 }
 
 impl LoadedConfig {
+    /// The directory relative paths in the configuration resolve against.
+    pub fn base_dir(&self) -> &Path {
+        &self.base_dir
+    }
+
     /// Reads and validates `path`, or the embedded default configuration when `None`.
     pub fn read(path: Option<&Path>) -> Result<Self, ConfigError> {
         let Some(path) = path else {

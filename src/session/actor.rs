@@ -17,7 +17,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
@@ -33,9 +33,11 @@ use crate::metrics::RequestTimer;
 use crate::protocol::{ClientInfo, LogLevel, ProtocolVersion, progress_token};
 use crate::session::handle::SessionLink;
 use crate::session::pending::PendingClientRequests;
+use crate::session::registry::SessionSlot;
 use crate::session::streams::{Attachment, StreamId, StreamRules, Streams};
 use crate::session::{SessionEnv, SessionError};
 
+mod bounds;
 mod ending;
 mod immediate;
 mod outbound;
@@ -68,7 +70,7 @@ pub(super) struct SessionActor {
     link: Arc<dyn ClientLink>,
     self_tx: mpsc::WeakSender<SessionMsg>,
     /// This session's slot among `sessions.max_sessions`, freed when the actor ends.
-    _slot: OwnedSemaphorePermit,
+    _slot: SessionSlot,
     initialized: bool,
     log_level: Option<LogLevel>,
     in_flight: HashMap<RequestId, InFlight>,
@@ -89,7 +91,7 @@ impl SessionActor {
         env: Arc<SessionEnv>,
         rx: mpsc::Receiver<SessionMsg>,
         self_tx: mpsc::WeakSender<SessionMsg>,
-        slot: OwnedSemaphorePermit,
+        slot: SessionSlot,
     ) -> Self {
         let now = Instant::now();
         let idle_deadline = now + env.config.sessions.idle_ttl;
@@ -247,6 +249,7 @@ impl SessionActor {
             debug!(session = %self.id, limit, "request refused: too many requests in flight");
             return Err(SessionError::TooManyInFlight { limit });
         }
+        self.check_stream_room()?;
         let attachment = self.streams.open_post(requests.len());
         for request in requests {
             self.on_client_request_received(attachment.stream, request);
@@ -258,6 +261,7 @@ impl SessionActor {
         &mut self,
         last_event_id: Option<String>,
     ) -> Result<Attachment, SessionError> {
+        self.check_stream_room()?;
         let attachment = self.streams.open(last_event_id)?;
         if !attachment.backlog.is_empty() {
             debug!(session = %self.id, stream = attachment.stream, replayed = attachment.backlog.len(), "stream resumed");

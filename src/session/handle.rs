@@ -24,6 +24,8 @@ use crate::session::streams::Attachment;
 #[derive(Clone, Debug)]
 pub(crate) struct SessionHandle {
     pub id: Arc<str>,
+    /// The key of the principal that created the session: only it may use the session.
+    pub owner: Arc<str>,
     /// Fixed at initialize, so handlers may read it without asking the actor.
     pub version: ProtocolVersion,
     tx: mpsc::Sender<SessionMsg>,
@@ -33,12 +35,14 @@ pub(crate) struct SessionHandle {
 impl SessionHandle {
     pub(super) fn new(
         id: Arc<str>,
+        owner: Arc<str>,
         version: ProtocolVersion,
         tx: mpsc::Sender<SessionMsg>,
         mailbox_wait: Duration,
     ) -> Self {
         SessionHandle {
             id,
+            owner,
             version,
             tx,
             mailbox_wait,

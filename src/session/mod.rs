@@ -33,7 +33,7 @@ use crate::jsonrpc::{self, RpcError};
 use crate::metrics::{Era, Metrics};
 use crate::protocol::{ClientInfo, ProtocolVersion};
 use handle::SessionHandle;
-use registry::SessionRegistry;
+use registry::{RegistryFull, SessionRegistry};
 use streams::ReplayError;
 
 /// What the session layer owns, server-wide: the registry of live sessions and what every
@@ -108,6 +108,14 @@ pub(crate) enum SessionError {
     #[error("the server is at its session limit ({limit}, sessions.max_sessions); retry later")]
     TooManySessions { limit: usize },
     #[error(
+        "you already hold {limit} sessions (auth.max_sessions_per_principal); end one with DELETE, or let idle ones expire"
+    )]
+    TooManyForPrincipal { limit: usize },
+    #[error(
+        "this session already has {limit} streams open (sessions.max_streams_per_session); close one, or wait for responses to finish"
+    )]
+    TooManyStreams { limit: usize },
+    #[error(
         "this server is shutting down and starts no new session; retry, and a load balancer \
          sends you to another node"
     )]
@@ -117,6 +125,15 @@ pub(crate) enum SessionError {
     /// The request cannot open a session (malformed `initialize`).
     #[error("{}", .0.message)]
     Invalid(RpcError),
+}
+
+/// Who is starting a session: the principal's key (only it may use the session), a name
+/// for logs, and its own session cap (`auth.max_sessions_per_principal`; `None` without
+/// authentication, where the server's cap is the only one).
+pub(crate) struct Owner {
+    pub key: Arc<str>,
+    pub name: Arc<str>,
+    pub max_sessions: Option<usize>,
 }
 
 /// Mints a session id: 128 bits from the OS CSPRNG (UUIDv4), as 32 hex digits, prefixed with
@@ -138,9 +155,10 @@ fn mint_session_id(node_id: &str) -> Arc<str> {
 pub(crate) fn initialize(
     env: &Arc<SessionEnv>,
     request: &jsonrpc::Request,
+    owner: &Owner,
 ) -> Result<(SessionHandle, bytes::Bytes), SessionError> {
     let started = std::time::Instant::now();
-    let answer = answer_initialize(env, request);
+    let answer = answer_initialize(env, request, owner);
     let (era, ok) = match &answer {
         Ok((handle, _)) => (Era::from(handle.version), true),
         Err(SessionError::Invalid(_)) => (Era::from(ProtocolVersion::LATEST), false),
@@ -155,6 +173,7 @@ pub(crate) fn initialize(
 fn answer_initialize(
     env: &Arc<SessionEnv>,
     request: &jsonrpc::Request,
+    owner: &Owner,
 ) -> Result<(SessionHandle, bytes::Bytes), SessionError> {
     let params = jsonrpc::params_object(request.params.as_ref()).map_err(SessionError::Invalid)?;
     let requested = params
@@ -182,8 +201,8 @@ fn answer_initialize(
         .and_then(Value::as_str)
         .unwrap_or("?")
         .to_string();
-    let handle = start(env, version, client)?;
-    tracing::info!(session = %handle.id, client = %client_name, requested, %version, "initialize");
+    let handle = start(env, version, client, owner)?;
+    tracing::info!(session = %handle.id, principal = %owner.name, client = %client_name, requested, %version, "initialize");
     let result = env.identity.initialize_result(version.as_str());
     Ok((
         handle,
@@ -196,6 +215,7 @@ fn start(
     env: &Arc<SessionEnv>,
     version: ProtocolVersion,
     client: ClientInfo,
+    owner: &Owner,
 ) -> Result<SessionHandle, SessionError> {
     let sessions = &env.config.sessions;
     if env.drain.is_cancelled() {
@@ -203,13 +223,23 @@ fn start(
     }
     let slot = env
         .registry
-        .reserve()
-        .map_err(|_| SessionError::TooManySessions {
-            limit: env.registry.max(),
+        .reserve(&owner.key, owner.max_sessions)
+        .map_err(|full| match (full, owner.max_sessions) {
+            (RegistryFull::Principal, Some(limit)) => SessionError::TooManyForPrincipal { limit },
+            _ => SessionError::TooManySessions {
+                limit: env.registry.max(),
+            },
         })?;
     let id = mint_session_id(&env.config.server.node_id);
     let (tx, rx) = mpsc::channel(sessions.mailbox_capacity);
-    let handle = SessionHandle::new(Arc::clone(&id), version, tx.clone(), sessions.mailbox_wait);
+    let owner_key = Arc::clone(&owner.key);
+    let handle = SessionHandle::new(
+        Arc::clone(&id),
+        owner_key,
+        version,
+        tx.clone(),
+        sessions.mailbox_wait,
+    );
     env.registry.insert(handle.clone());
     env.metrics.session_started();
     let actor = actor::SessionActor::new(

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use dashmap::DashMap;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::auth::{KeyedCounts, KeyedSlot};
 use crate::events::ServerEvent;
 use crate::log_limit::warn_limited;
 use crate::session::handle::SessionHandle;
@@ -21,11 +22,26 @@ pub(crate) struct SessionRegistry {
     /// concurrent `initialize`s cannot overshoot the cap.
     slots: Arc<Semaphore>,
     max: usize,
+    /// Live sessions per principal key, for `auth.max_sessions_per_principal`.
+    owned: KeyedCounts,
 }
 
-/// The registry is at `max_sessions`.
+/// Why no slot was given.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum RegistryFull {
+    /// `sessions.max_sessions`.
+    Server,
+    /// The principal's own cap.
+    Principal,
+}
+
+/// A live session's place: one of `max_sessions`, and one of its principal's. Held by the
+/// actor; dropping it frees both.
 #[derive(Debug)]
-pub(crate) struct RegistryFull;
+pub(crate) struct SessionSlot {
+    _permit: OwnedSemaphorePermit,
+    _owner: Option<KeyedSlot>,
+}
 
 impl SessionRegistry {
     pub fn new(max: usize) -> Self {
@@ -33,19 +49,38 @@ impl SessionRegistry {
             sessions: DashMap::new(),
             slots: Arc::new(Semaphore::new(max)),
             max,
+            owned: KeyedCounts::default(),
         }
     }
 
-    pub fn get(&self, id: &str) -> Option<SessionHandle> {
-        self.sessions.get(id).map(|h| h.value().clone())
+    /// The live session `id`, if `owner` (a principal's key) created it. Another
+    /// principal's session is as absent as an unknown one: the caller cannot tell them apart.
+    pub fn get(&self, id: &str, owner: &str) -> Option<SessionHandle> {
+        self.sessions
+            .get(id)
+            .filter(|h| *h.owner == *owner)
+            .map(|h| h.value().clone())
     }
 
-    /// Takes a slot for a new session, or fails at the cap. The slot frees when the permit
-    /// drops: with the actor, or at once if the session never starts.
-    pub fn reserve(&self) -> Result<OwnedSemaphorePermit, RegistryFull> {
-        Arc::clone(&self.slots)
+    /// Takes a slot for a new session of `owner`, or fails at the server's cap or at
+    /// `per_owner` sessions of that owner (`None`: no cap of its own). The slot frees when
+    /// it drops: with the actor, or at once if the session never starts.
+    pub fn reserve(
+        &self,
+        owner: &Arc<str>,
+        per_owner: Option<usize>,
+    ) -> Result<SessionSlot, RegistryFull> {
+        let permit = Arc::clone(&self.slots)
             .try_acquire_owned()
-            .map_err(|_| RegistryFull)
+            .map_err(|_| RegistryFull::Server)?;
+        let owner = match per_owner {
+            Some(cap) => Some(self.owned.take(owner, cap).ok_or(RegistryFull::Principal)?),
+            None => None,
+        };
+        Ok(SessionSlot {
+            _permit: permit,
+            _owner: owner,
+        })
     }
 
     /// Inserts a session that holds a reserved slot.
@@ -81,14 +116,48 @@ impl SessionRegistry {
 mod tests {
     use super::*;
 
+    fn anyone() -> Arc<str> {
+        Arc::from("anonymous")
+    }
+
+    #[test]
+    fn a_principal_stops_at_its_own_cap_and_others_do_not() {
+        let registry = SessionRegistry::new(10);
+        let (alice, bob): (Arc<str>, Arc<str>) = (Arc::from("alice"), Arc::from("bob"));
+        let held: Vec<_> = (0..3)
+            .map(|_| registry.reserve(&alice, Some(3)).expect("alice's slot"))
+            .collect();
+        assert_eq!(
+            registry.reserve(&alice, Some(3)).unwrap_err(),
+            RegistryFull::Principal
+        );
+        assert!(
+            registry.reserve(&bob, Some(3)).is_ok(),
+            "bob has his own cap"
+        );
+        assert_eq!(
+            registry.slots.available_permits(),
+            7,
+            "a refused principal gives its server slot back"
+        );
+        drop(held);
+        assert!(registry.reserve(&alice, Some(3)).is_ok());
+    }
+
     #[test]
     fn slots_stop_at_the_cap_and_come_back_when_released() {
         let registry = SessionRegistry::new(2);
-        let first = registry.reserve().expect("first slot");
-        let _second = registry.reserve().expect("second slot");
-        assert!(registry.reserve().is_err(), "a third session over the cap");
+        let first = registry.reserve(&anyone(), None).expect("first slot");
+        let _second = registry.reserve(&anyone(), None).expect("second slot");
+        assert!(
+            registry.reserve(&anyone(), None).is_err(),
+            "a third session over the cap"
+        );
         drop(first);
-        assert!(registry.reserve().is_ok(), "a freed slot is reusable");
+        assert!(
+            registry.reserve(&anyone(), None).is_ok(),
+            "a freed slot is reusable"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -97,7 +166,9 @@ mod tests {
         let mut tasks = Vec::new();
         for _ in 0..64 {
             let registry = Arc::clone(&registry);
-            tasks.push(tokio::spawn(async move { registry.reserve().ok() }));
+            tasks.push(tokio::spawn(async move {
+                registry.reserve(&anyone(), None).ok()
+            }));
         }
         let mut held = Vec::new();
         for task in tasks {

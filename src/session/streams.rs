@@ -257,6 +257,14 @@ impl Streams {
         true
     }
 
+    /// Streams with a connection attached now.
+    pub fn live_connections(&self) -> usize {
+        self.streams
+            .values()
+            .filter(|s| s.has_live_connection())
+            .count()
+    }
+
     pub fn any_live_connection(&self) -> bool {
         self.streams.values().any(Stream::has_live_connection)
     }

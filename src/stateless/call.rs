@@ -13,7 +13,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::link::{Frame, MAX_INPUT_REQUESTS, StatelessLink, TaskStart};
 use super::request_state::Binding;
-use super::{ModernState, Refusal, Reply, envelope, missing_capability, stamp, tasks};
+use super::{Caller, ModernState, Refusal, Reply, envelope, missing_capability, stamp, tasks};
 use crate::context::{ClientLink, ContextParts, RequestContext};
 use crate::dispatch::methods;
 use crate::dispatch::{request_span, run_guarded};
@@ -21,12 +21,9 @@ use crate::jsonrpc::{self, Request, RequestId, RpcError, codes};
 use crate::metrics::RequestTimer;
 use tracing::Instrument;
 
-/// Who the caller is, for binding `requestState`. The server has no authentication yet,
-/// so every caller is the same principal.
-const ANONYMOUS: &str = "anonymous";
-
-/// The binding of a request's `requestState`: what a retry must repeat.
-fn binding(request: &Request) -> Binding {
+/// The binding of a request's `requestState`: what a retry must repeat, and who must send
+/// it (`principal`, the caller's key).
+fn binding(request: &Request, principal: &str) -> Binding {
     let params = request.params.as_ref();
     let field = if request.method == "resources/read" {
         "uri"
@@ -41,18 +38,19 @@ fn binding(request: &Request) -> Binding {
         .and_then(|p| p.get("arguments"))
         .cloned()
         .unwrap_or(Value::Null);
-    Binding::new(&request.method, target, &arguments, ANONYMOUS)
+    Binding::new(&request.method, target, &arguments, principal)
 }
 
 /// Earlier answers (from `requestState`) merged with this retry's `inputResponses`.
 fn gathered_answers(
     state: &ModernState,
     request: &Request,
+    principal: &str,
 ) -> Result<BTreeMap<String, Value>, RpcError> {
     let params = request.params.as_ref();
     let mut answers = match params.and_then(|p| p.get("requestState")) {
         None | Some(Value::Null) => BTreeMap::new(),
-        Some(Value::String(token)) => state.request_state.open(token, &binding(request)).map_err(|reason| {
+        Some(Value::String(token)) => state.request_state.open(token, &binding(request, principal)).map_err(|reason| {
             tracing::debug!(method = %request.method, request_id = %request.id, %reason, "requestState refused");
             RpcError::invalid_params("invalid or expired requestState").with_data(json!({ "reason": "invalid_request_state" }))
         })?,
@@ -80,6 +78,7 @@ pub(super) async fn run(
     state: &Arc<ModernState>,
     request: Request,
     envelope: envelope::Envelope,
+    caller: &Caller,
     timer: &mut Option<RequestTimer>,
 ) -> Reply {
     // Held by the handler task, so a request counts until its handler ends or is aborted.
@@ -87,7 +86,14 @@ pub(super) async fn run(
         let limit = state.config.modern.max_in_flight;
         return Reply::Refused(Refusal::TooManyCalls { limit });
     };
-    let answers = match gathered_answers(state, &request) {
+    let principal_slot = match caller.max_in_flight {
+        Some(limit) => match state.principal_calls.take(&caller.key, limit) {
+            Some(slot) => Some(slot),
+            None => return Reply::Refused(Refusal::PrincipalBusy { limit }),
+        },
+        None => None,
+    };
+    let answers = match gathered_answers(state, &request, &caller.key) {
         Ok(a) => a,
         Err(e) => return Reply::error(Some(&request.id), e),
     };
@@ -103,7 +109,7 @@ pub(super) async fn run(
     };
     let client = Arc::new(envelope.client);
     if plan == tasks::CallPlan::Task {
-        return match tasks::create(state, &request, client, features, answers) {
+        return match tasks::create(state, &request, client, features, answers, caller) {
             Ok(result) => Reply::result(&request.id, stamp(state, &request.method, result)),
             Err(e) => Reply::error(Some(&request.id), e),
         };
@@ -134,6 +140,7 @@ pub(super) async fn run(
         link: Arc::clone(&link) as Arc<dyn ClientLink>,
     });
     let task_state = Arc::clone(state);
+    let task_caller = caller.clone();
     let request_id = request.id.clone();
     let span = request_span(
         &state.config.server.node_id,
@@ -143,7 +150,7 @@ pub(super) async fn run(
     );
     let timer = timer.take();
     let task = tokio::spawn(async move {
-        let _permit = permit;
+        let _permits = (permit, principal_slot);
         let metrics = &task_state.metrics;
         let method = &request.method;
         let outcome = run_guarded(&features, metrics, ctx, method, request.params.clone()).await;
@@ -163,10 +170,11 @@ pub(super) async fn run(
                 client,
                 Arc::clone(&features),
                 answers,
+                &task_caller,
             )
             .map(|result| stamp(&task_state, &request.method, result))
         } else if !inputs.is_empty() && may_need_input {
-            let sealed = task_state.request_state.seal(binding(&request), answers);
+            let sealed = task_state.request_state.seal(binding(&request, &task_caller.key), answers);
             Ok(stamp(
                 &task_state,
                 &request.method,

@@ -28,6 +28,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::KeyedCounts;
 use crate::config::Config;
 use crate::dispatch::identity::ServerIdentity;
 use crate::dispatch::methods::{self, AnsweredBy};
@@ -56,6 +57,8 @@ pub(crate) struct ModernState {
     pub listen_permits: Arc<Semaphore>,
     /// Requests in flight (`modern.max_in_flight`): each running handler holds a permit.
     pub call_permits: Arc<Semaphore>,
+    /// Requests in flight per principal (`auth.max_in_flight_per_principal`).
+    pub principal_calls: KeyedCounts,
     /// Cancelled when the server starts draining: every new request is refused (503), and
     /// those in flight run to their end.
     pub drain: CancellationToken,
@@ -98,6 +101,10 @@ pub(crate) enum Refusal {
     TooManyCalls { limit: usize },
     #[error("the server has {limit} listen streams open (modern.max_listen_streams); retry later")]
     TooManyListenStreams { limit: usize },
+    #[error(
+        "you already have {limit} 2026-07-28 requests in flight (auth.max_in_flight_per_principal); retry when one finishes"
+    )]
+    PrincipalBusy { limit: usize },
     #[error(
         "this server is shutting down and takes no new request; retry, and a load balancer \
          sends you to another node"
@@ -150,8 +157,21 @@ pub(crate) fn claims_modern(method: &str, params: Option<&Value>) -> bool {
     method != "initialize" && envelope::has_modern_claim(params)
 }
 
+/// Who sent a modern POST, as the transport authenticated it.
+#[derive(Clone)]
+pub(crate) struct Caller {
+    /// The principal's key: `requestState` and tasks are bound to it.
+    pub key: Arc<str>,
+    /// `auth.max_in_flight_per_principal`; `None` without authentication.
+    pub max_in_flight: Option<usize>,
+    /// `auth.max_tasks_per_principal`; `None` without authentication.
+    pub max_tasks: Option<usize>,
+}
+
 /// What the transport knows of one modern POST besides its body.
 pub(crate) struct Transport<'a> {
+    /// Who sent it.
+    pub caller: &'a Caller,
     /// The routing fields (in HTTP, the `Mcp-*` headers).
     pub fields: &'a dyn RoutingFields,
     /// The version the transport named, if any.
@@ -256,12 +276,15 @@ async fn route(
             listen::open(state, transport.accepts_stream, request).await
         }
         Some((method, AnsweredBy::Stateless)) => {
-            match tasks::serve(state, method, request.params.as_ref(), &envelope.client) {
+            let (params, client) = (request.params.as_ref(), &envelope.client);
+            match tasks::serve(state, method, params, client, &transport.caller.key) {
                 Ok(result) => Reply::result(&request.id, stamp(state, method, result)),
                 Err(e) => Reply::error(Some(&request.id), e),
             }
         }
-        Some((_, AnsweredBy::Features)) => call::run(state, request, envelope, timer).await,
+        Some((_, AnsweredBy::Features)) => {
+            call::run(state, request, envelope, transport.caller, timer).await
+        }
         _ => {
             let method = &request.method;
             Reply::error(

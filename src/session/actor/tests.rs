@@ -32,7 +32,10 @@ fn actor(config: Config) -> (SessionActor, mpsc::Sender<SessionMsg>) {
         CancellationToken::new(),
         Arc::default(),
     ));
-    let slot = env.registry.reserve().expect("a slot");
+    let slot = env
+        .registry
+        .reserve(&Arc::from("test"), None)
+        .expect("a slot");
     let (tx, rx) = mpsc::channel(16);
     let client = ClientInfo {
         implementation: json!({ "name": "unit" }),

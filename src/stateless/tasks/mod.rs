@@ -28,8 +28,8 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
-use super::ModernState;
 use super::link::{MAX_INPUT_REQUESTS, StatelessLink};
+use super::{Caller, ModernState};
 use crate::context::{ClientLink, ContextParts, RequestContext};
 use crate::dispatch::{request_span, run_guarded};
 use crate::features::Features;
@@ -107,16 +107,18 @@ pub(crate) fn create(
     client: Arc<ClientInfo>,
     features: Arc<Features>,
     answers: BTreeMap<String, Value>,
+    caller: &Caller,
 ) -> Result<Value, RpcError> {
     let call = TaskCall {
         request_id: request.id.clone(),
         params: request.params.clone(),
         client,
         features,
+        owner: Arc::clone(&caller.key),
     };
     state
         .tasks
-        .create(call, answers, |run| spawn_run(state, run))
+        .create(call, answers, caller.max_tasks, |run| spawn_run(state, run))
 }
 
 /// Spawns one run of a task's call; the run settles the task when it ends.
@@ -174,6 +176,7 @@ pub(crate) fn serve(
     method: &str,
     params: Option<&Value>,
     client: &ClientInfo,
+    owner: &str,
 ) -> Result<Value, RpcError> {
     if !declares_extension(client) {
         return Err(extension_required(method));
@@ -185,14 +188,14 @@ pub(crate) fn serve(
         .ok_or_else(|| RpcError::invalid_params(format!("{method} needs a string `taskId`")))?;
     state.tasks.expire();
     match method {
-        "tasks/get" => state.tasks.get(id),
+        "tasks/get" => state.tasks.get(id, owner),
         "tasks/update" => {
             let responses = params.get("inputResponses");
             state
                 .tasks
-                .update(id, responses, |run| spawn_run(state, run))
+                .update(id, owner, responses, |run| spawn_run(state, run))
         }
-        "tasks/cancel" => state.tasks.cancel(id),
+        "tasks/cancel" => state.tasks.cancel(id, owner),
         other => Err(RpcError::method_not_found(other)),
     }
 }

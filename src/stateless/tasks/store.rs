@@ -60,6 +60,8 @@ pub(crate) struct TaskCall {
     pub client: Arc<ClientInfo>,
     /// Taken when the call arrived, so a reload never changes a task's tools.
     pub features: Arc<Features>,
+    /// The key of the principal that created the task: to anyone else it does not exist.
+    pub owner: Arc<str>,
 }
 
 /// One run of a task's call, handed to the function that spawns it. The run reports how it
@@ -177,9 +179,19 @@ impl TaskStore {
         &self,
         call: TaskCall,
         answers: BTreeMap<String, Value>,
+        per_owner: Option<usize>,
         spawn: impl FnOnce(Run) -> AbortHandle,
     ) -> Result<Value, RpcError> {
         self.expire();
+        if let Some(cap) = per_owner {
+            let owned = self.tasks.iter().filter(|t| t.call.owner == call.owner);
+            if owned.count() >= cap {
+                return Err(RpcError::internal(format!(
+                    "you already hold {cap} tasks (auth.max_tasks_per_principal); retry when \
+                     older tasks have expired"
+                )));
+            }
+        }
         let Ok(slot) = Arc::clone(&self.slots).try_acquire_owned() else {
             return Err(RpcError::internal(format!(
                 "too many tasks (tasks.max_tasks = {}); retry when older tasks have expired",
@@ -243,8 +255,9 @@ impl TaskStore {
 
     /// `tasks/get`: the task, with its result, error or input requests inlined (there is no
     /// `tasks/result` any more).
-    pub fn get(&self, id: &str) -> Result<Value, RpcError> {
-        let task = self.tasks.get(id).ok_or_else(|| unknown_task(id))?;
+    pub fn get(&self, id: &str, owner: &str) -> Result<Value, RpcError> {
+        let task = self.tasks.get(id).filter(|t| *t.call.owner == *owner);
+        let task = task.ok_or_else(|| unknown_task(id))?;
         let mut detailed = self.envelope(id, &task);
         match (&task.outcome, task.status) {
             (Some(Ok(result)), _) => {
@@ -270,6 +283,7 @@ impl TaskStore {
     pub fn update(
         &self,
         id: &str,
+        owner: &str,
         responses: Option<&Value>,
         spawn: impl FnOnce(Run) -> AbortHandle,
     ) -> Result<Value, RpcError> {
@@ -278,7 +292,8 @@ impl TaskStore {
             Some(Value::Object(responses)) => responses.clone(),
             Some(_) => return Err(RpcError::invalid_params("inputResponses must be an object")),
         };
-        let mut task = self.tasks.get_mut(id).ok_or_else(|| unknown_task(id))?;
+        let task = self.tasks.get_mut(id).filter(|t| *t.call.owner == *owner);
+        let mut task = task.ok_or_else(|| unknown_task(id))?;
         if task.status != TaskStatus::InputRequired {
             return Ok(json!({}));
         }
@@ -299,8 +314,9 @@ impl TaskStore {
 
     /// `tasks/cancel`: stops a task that has not ended; an ended task is left as it is.
     /// Either way the reply is the same empty ack (idempotent).
-    pub fn cancel(&self, id: &str) -> Result<Value, RpcError> {
-        let mut task = self.tasks.get_mut(id).ok_or_else(|| unknown_task(id))?;
+    pub fn cancel(&self, id: &str, owner: &str) -> Result<Value, RpcError> {
+        let task = self.tasks.get_mut(id).filter(|t| *t.call.owner == *owner);
+        let mut task = task.ok_or_else(|| unknown_task(id))?;
         if !task.status.is_terminal() {
             task.stop();
             task.input_requests.clear();
@@ -329,169 +345,4 @@ impl TaskStore {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::jsonrpc::codes;
-
-    fn call() -> TaskCall {
-        TaskCall {
-            request_id: RequestId::Number(1),
-            params: None,
-            client: Arc::new(ClientInfo {
-                implementation: Value::Null,
-                capabilities: json!({}),
-                protocol_version: None,
-            }),
-            features: Arc::new(Features::default()),
-        }
-    }
-
-    /// A run that never ends by itself (needs a runtime).
-    fn idle(_: Run) -> AbortHandle {
-        tokio::spawn(std::future::pending::<()>()).abort_handle()
-    }
-
-    fn task_id(created: &Value) -> String {
-        created["taskId"].as_str().expect("taskId").to_string()
-    }
-
-    /// A task created through the store, then put in `status` as if `created_at` ago.
-    fn stored(store: &TaskStore, status: TaskStatus, created_at: SystemTime) -> String {
-        let id = task_id(&store.create(call(), BTreeMap::new(), idle).unwrap());
-        let mut task = store.tasks.get_mut(&id).unwrap();
-        task.stop();
-        task.status = status;
-        task.created_at = created_at;
-        id
-    }
-
-    #[tokio::test]
-    async fn a_stale_run_never_overwrites_a_cancelled_task() {
-        let store = TaskStore::new(TasksSection::default());
-        let id = stored(&store, TaskStatus::Working, SystemTime::now());
-        store.cancel(&id).unwrap();
-        store.settle(&id, 1, Ok(json!({ "content": [] })), Map::new());
-        let view = store.get(&id).unwrap();
-        assert_eq!(view["status"], "cancelled");
-        assert!(view.get("result").is_none());
-        // Cancelling again is the same ack.
-        assert_eq!(store.cancel(&id).unwrap(), json!({}));
-    }
-
-    #[tokio::test]
-    async fn runs_settle_by_outcome_and_inputs() {
-        let store = TaskStore::new(TasksSection::default());
-        let done = stored(&store, TaskStatus::Working, SystemTime::now());
-        store.settle(&done, 1, Ok(json!({ "isError": true })), Map::new());
-        assert_eq!(store.get(&done).unwrap()["status"], "completed");
-
-        let failed = stored(&store, TaskStatus::Working, SystemTime::now());
-        store.settle(&failed, 1, Err(RpcError::internal("boom")), Map::new());
-        let view = store.get(&failed).unwrap();
-        assert_eq!(view["status"], "failed");
-        assert_eq!(view["error"]["code"], codes::INTERNAL_ERROR);
-
-        let asking = stored(&store, TaskStatus::Working, SystemTime::now());
-        let mut inputs = Map::new();
-        inputs.insert("input-0".into(), json!({ "method": "elicitation/create" }));
-        store.settle(&asking, 1, Ok(json!({})), inputs);
-        let view = store.get(&asking).unwrap();
-        assert_eq!(view["status"], "input_required");
-        assert_eq!(
-            view["inputRequests"]["input-0"]["method"],
-            "elicitation/create"
-        );
-        assert!(view.get("requestState").is_none());
-    }
-
-    #[tokio::test]
-    async fn expired_tasks_are_forgotten_and_unknown_ids_are_invalid_params() {
-        let store = TaskStore::new(TasksSection {
-            ttl: Duration::from_secs(60),
-            ..TasksSection::default()
-        });
-        let old = stored(
-            &store,
-            TaskStatus::Completed,
-            SystemTime::now() - Duration::from_secs(61),
-        );
-        let fresh = stored(&store, TaskStatus::Completed, SystemTime::now());
-        store.expire();
-        assert_eq!(store.get(&old).unwrap_err().code, codes::INVALID_PARAMS);
-        assert_eq!(store.get(&fresh).unwrap()["ttlMs"], 60_000);
-        assert_eq!(
-            store.cancel("nope").unwrap_err().code,
-            codes::INVALID_PARAMS
-        );
-    }
-
-    #[tokio::test]
-    async fn an_expired_task_gives_its_slot_back() {
-        let store = TaskStore::new(TasksSection {
-            max_tasks: 1,
-            ttl: Duration::from_secs(60),
-            ..TasksSection::default()
-        });
-        let first = stored(&store, TaskStatus::Completed, SystemTime::now());
-        let refused = store.create(call(), BTreeMap::new(), idle).unwrap_err();
-        assert!(refused.message.contains("tasks.max_tasks"), "{refused:?}");
-        store.tasks.get_mut(&first).unwrap().created_at -= Duration::from_secs(61);
-        let second = task_id(&store.create(call(), BTreeMap::new(), idle).unwrap());
-        assert_eq!(store.tasks.len(), 1);
-        assert_eq!(store.get(&second).unwrap()["status"], "working");
-    }
-
-    /// 64 creates race for 8 slots on several threads, and every run ends the moment it
-    /// starts. Exactly 8 tasks exist; each is readable as soon as its create returns, and
-    /// each run found its task to settle.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-    async fn concurrent_creates_never_exceed_max_tasks_and_are_findable_at_once() {
-        const CREATES: usize = 64;
-        const MAX_TASKS: usize = 8;
-        let store = Arc::new(TaskStore::new(TasksSection {
-            max_tasks: MAX_TASKS,
-            ..TasksSection::default()
-        }));
-        let (runs_tx, mut runs_rx) = tokio::sync::mpsc::unbounded_channel();
-        let start = Arc::new(tokio::sync::Barrier::new(CREATES));
-        let creates: Vec<_> = (0..CREATES)
-            .map(|_| {
-                let store = Arc::clone(&store);
-                let runs_tx = runs_tx.clone();
-                let start = Arc::clone(&start);
-                tokio::spawn(async move {
-                    start.wait().await;
-                    let settling = Arc::clone(&store);
-                    let created = store.create(call(), BTreeMap::new(), move |run| {
-                        let handle = tokio::spawn(async move {
-                            settling.settle(&run.id, run.generation, Ok(json!({})), Map::new());
-                        });
-                        let abort = handle.abort_handle();
-                        runs_tx.send(handle).unwrap();
-                        abort
-                    })?;
-                    let id = task_id(&created);
-                    let seen = store.get(&id).expect("a created task is found at once");
-                    assert_eq!(seen["taskId"], id.as_str());
-                    Ok::<_, RpcError>(id)
-                })
-            })
-            .collect();
-        drop(runs_tx);
-        let mut created = Vec::new();
-        for create in creates {
-            match create.await.unwrap() {
-                Ok(id) => created.push(id),
-                Err(e) => assert!(e.message.contains("tasks.max_tasks"), "{e:?}"),
-            }
-        }
-        assert_eq!(created.len(), MAX_TASKS);
-        assert_eq!(store.tasks.len(), MAX_TASKS);
-        while let Some(run) = runs_rx.recv().await {
-            run.await.unwrap();
-        }
-        for id in &created {
-            assert_eq!(store.get(id).unwrap()["status"], "completed", "{id}");
-        }
-    }
-}
+mod tests;

@@ -18,6 +18,11 @@ is the legacy path (``Client(mode="legacy")`` calls exactly that), while
 ``session.discover()`` / ``negotiate_auto`` would be the modern one. So this
 script never sends ``server/discover``.
 
+With ``MCP_INTEROP_TOKEN`` set (a server with ``[auth]``), the httpx client handed to
+``streamable_http_client`` sends ``Authorization: Bearer <token>`` on every request (the
+SDK's documented way to configure headers), and a first check makes sure a client without
+the token is refused with 401. Unset, the flow is the unauthenticated one.
+
 Output: one line per passing check ("ok N - ..."), one per failing check
 ("FAIL N - ...: reason"), then "<passed> passed, <failed> failed".
 Exit status 1 if any check failed, 0 otherwise.
@@ -26,6 +31,8 @@ Exit status 1 if any check failed, 0 otherwise.
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
 import time
 import warnings
@@ -43,6 +50,10 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
 
 PROTOCOL_VERSION = "2025-11-25"
+TOKEN = os.environ.get("MCP_INTEROP_TOKEN") or None
+AUTH_HEADERS = {"authorization": f"Bearer {TOKEN}"} if TOKEN else {}
+# A 401's challenge names the protected resource metadata (spec basic/authorization, RFC 9728).
+CHALLENGE = re.compile(r'^Bearer .*resource_metadata="')
 
 # ---------------------------------------------------------------------------
 # Tiny check harness
@@ -111,10 +122,12 @@ class WireEntry:
     session_id: str | None
     protocol_version: str | None
     last_event_id: str | None
+    authorization: str | None
     rpc: Any
     status: int | None = None
     content_type: str | None = None
     response_session_id: str | None = None
+    www_authenticate: str | None = None
 
 
 @dataclass
@@ -192,6 +205,7 @@ class RecordingTransport(httpx2.AsyncHTTPTransport):
             session_id=request.headers.get("mcp-session-id"),
             protocol_version=request.headers.get("mcp-protocol-version"),
             last_event_id=request.headers.get("last-event-id"),
+            authorization=request.headers.get("authorization"),
             rpc=rpc,
         )
         self.wire.append(entry)
@@ -199,6 +213,7 @@ class RecordingTransport(httpx2.AsyncHTTPTransport):
         entry.status = response.status_code
         entry.content_type = response.headers.get("content-type")
         entry.response_session_id = response.headers.get("mcp-session-id")
+        entry.www_authenticate = response.headers.get("www-authenticate")
         plan = self.cut_plan
         if plan is not None and not plan.used and request.method == "POST" and rpc is not None and plan.match(rpc):
             plan.used = True
@@ -252,13 +267,44 @@ class Callbacks:
 # ---------------------------------------------------------------------------
 
 
+async def refused_without_token(url: str) -> None:
+    """The same handshake without the token must fail, every exchange answered 401 with the challenge."""
+    recorder = RecordingTransport()
+    error: BaseException | None = None
+    try:
+        with anyio.fail_after(10):
+            async with httpx2.AsyncClient(transport=recorder, timeout=10) as http:
+                async with streamable_http_client(url, http_client=http) as (read_stream, write_stream):
+                    async with ClientSession(read_stream, write_stream, read_timeout_seconds=10) as session:
+                        await session.initialize()
+    except Exception as e:
+        error = e
+    refused = bool(recorder.wire) and all(
+        w.status == 401 and CHALLENGE.match(w.www_authenticate or "") for w in recorder.wire
+    )
+    checks.check(
+        "connect without the token fails, every exchange answered 401 with a Bearer resource_metadata challenge",
+        error is not None and refused,
+        "connect succeeded without a token"
+        if error is None
+        else f"error {err_text(error)}; exchanges {[(w.method, w.status, w.www_authenticate) for w in recorder.wire]}",
+        f"{len(recorder.wire)} exchange(s) answered 401; SDK error: {err_text(error) if error else None}",
+    )
+
+
 async def flows(url: str) -> None:
     cb = Callbacks()
     recorder = RecordingTransport(limits=httpx2.Limits(max_connections=300, max_keepalive_connections=50))
     timeout = httpx2.Timeout(30.0, read=300.0)
     session_id: str | None = None
 
-    async with httpx2.AsyncClient(transport=recorder, timeout=timeout) as http:
+    if TOKEN:
+        try:
+            await refused_without_token(url)
+        except Exception as e:
+            checks.fail("connect without the token", err_text(e))
+
+    async with httpx2.AsyncClient(transport=recorder, timeout=timeout, headers=AUTH_HEADERS) as http:
         async with streamable_http_client(url, http_client=http) as (read_stream, write_stream):
             async with ClientSession(
                 read_stream,
@@ -539,6 +585,7 @@ async def flows(url: str) -> None:
                         "accept": "application/json, text/event-stream",
                         "mcp-session-id": session_id or "",
                         "mcp-protocol-version": PROTOCOL_VERSION,
+                        **AUTH_HEADERS,
                     },
                     content=json.dumps({"jsonrpc": "2.0", "id": "after-delete", "method": "tools/list", "params": {}}),
                 )
@@ -553,6 +600,17 @@ async def flows(url: str) -> None:
                 await terminated()
             except Exception as e:
                 checks.fail("terminate session", err_text(e))
+
+    # 9. with a token: it went out on every exchange of the session (POSTs, the GET
+    # streams, the DELETE), not only on initialize.
+    if TOKEN:
+        without = [w for w in recorder.wire if w.authorization != f"Bearer {TOKEN}"]
+        checks.check(
+            "every request of the session carried the bearer token",
+            bool(recorder.wire) and not without,
+            f"{len(without)}/{len(recorder.wire)} without it: {[(w.method, w.status) for w in without[:5]]}",
+            f"{len(recorder.wire)} exchanges: {', '.join(sorted({w.method for w in recorder.wire}))}",
+        )
 
     if checks.failed and cb.transport_errors:
         print(f"note: transport errors seen by the SDK: {cb.transport_errors[:10]}", flush=True)

@@ -34,6 +34,14 @@ Checks:
   * no request or response carried ``Mcp-Session-Id``; ``GET /healthz`` reports
     ``"sessions": 0`` after the whole flow.
 
+With ``MCP_INTEROP_TOKEN`` set (a server with ``[auth]``), the httpx clients handed to
+``streamable_http_client`` send ``Authorization: Bearer <token>`` on every request, and a
+first check makes sure the same client without the token is refused with 401 (the
+``server/discover`` probe and the ``initialize`` the SDK falls back to). ``Client(url)``
+builds its own httpx client and has no way to add a header, so with a token the second
+connection is ``Client(streamable_http_client(url, http_client=<client with the header>))``.
+Unset, the flow is the unauthenticated one.
+
 Set ``INTEROP_WIRE=1`` to print every HTTP exchange (request body, response status,
 headers and body) to stderr.
 
@@ -46,6 +54,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -62,6 +71,10 @@ from mcp.client.subscriptions import ToolsListChanged
 
 MODERN = "2026-07-28"
 WIRE_LOG = os.environ.get("INTEROP_WIRE") not in (None, "", "0")
+TOKEN = os.environ.get("MCP_INTEROP_TOKEN") or None
+AUTH_HEADERS = {"authorization": f"Bearer {TOKEN}"} if TOKEN else {}
+# A 401's challenge names the protected resource metadata (spec basic/authorization, RFC 9728).
+CHALLENGE = re.compile(r'^Bearer .*resource_metadata="')
 
 # ---------------------------------------------------------------------------
 # Tiny check harness (same output format as client.py)
@@ -301,6 +314,32 @@ async def get_health(url: str) -> tuple[int, Any]:
         return res.status_code, res.text
 
 
+async def refused_without_token(url: str) -> None:
+    """The same client without the token must fail to connect, every exchange answered 401
+    with the challenge."""
+    recorder = RecordingTransport()
+    error: BaseException | None = None
+    try:
+        with anyio.fail_after(15):
+            async with httpx2.AsyncClient(transport=recorder, timeout=10) as http:
+                async with Client(streamable_http_client(url, http_client=http), read_timeout_seconds=10):
+                    pass
+    except Exception as e:
+        error = e
+    refused = bool(recorder.wire) and all(
+        w.status == 401 and CHALLENGE.match(w.resp_headers.get("www-authenticate", "")) for w in recorder.wire
+    )
+    checks.check(
+        "connect without the token fails, every exchange answered 401 with a Bearer resource_metadata challenge",
+        error is not None and refused,
+        "connect succeeded without a token"
+        if error is None
+        else f"error {err_text(error)}; exchanges {[w.summary() for w in recorder.wire]}",
+        f"{', '.join(w.rpc_method or w.method for w in recorder.wire)} answered 401; "
+        f"SDK error: {err_text(error) if error else None}",
+    )
+
+
 async def flows(url: str, config_path: str) -> None:
     cb = Callbacks()
     recorder = RecordingTransport(limits=httpx2.Limits(max_connections=50, max_keepalive_connections=20))
@@ -312,7 +351,10 @@ async def flows(url: str, config_path: str) -> None:
         except Exception as e:
             checks.fail(name, err_text(e))
 
-    async with httpx2.AsyncClient(transport=recorder, timeout=timeout) as http:
+    if TOKEN:
+        await step("connect without the token", lambda: refused_without_token(url))
+
+    async with httpx2.AsyncClient(transport=recorder, timeout=timeout, headers=AUTH_HEADERS) as http:
         client_cm = Client(
             streamable_http_client(url, http_client=http),
             read_timeout_seconds=30,
@@ -374,24 +416,40 @@ async def flows(url: str, config_path: str) -> None:
                 if isinstance(r, dict) and "code" not in r and "resultType" not in r:
                     no_rt.append(w.summary())
             checks.check("every result carried resultType", not no_rt, f"results without resultType: {no_rt}")
+            if TOKEN:
+                without = [w.summary() for w in wire if w.req_headers.get("authorization") != f"Bearer {TOKEN}"]
+                checks.check(
+                    "every request carried the bearer token",
+                    bool(wire) and not without,
+                    f"{len(without)}/{len(wire)} without it: {without[:5]}",
+                )
 
         await step("wire checks", wire_checks)
 
-    # A second connection with the literal default constructor: Client(url).
+    # A second connection with the literal default constructor: Client(url). With a token,
+    # the closest form that can carry it: the default mode, an httpx client with the header.
     async def literal_client() -> None:
         with anyio.fail_after(15):
-            async with Client(url) as c:
-                dr = c.session.discover_result
-                ir = c.session.initialize_result
-                r = await c.call_tool("echo", {"text": "plain Client(url)"})
+            if TOKEN:
+                async with httpx2.AsyncClient(headers=AUTH_HEADERS, timeout=timeout) as http:
+                    async with Client(streamable_http_client(url, http_client=http)) as c:
+                        dr = c.session.discover_result
+                        ir = c.session.initialize_result
+                        r = await c.call_tool("echo", {"text": "plain Client(url)"})
+            else:
+                async with Client(url) as c:
+                    dr = c.session.discover_result
+                    ir = c.session.initialize_result
+                    r = await c.call_tool("echo", {"text": "plain Client(url)"})
+        form = "mcp.Client(streamable_http_client(url, http_client=<with the token>))" if TOKEN else "literal mcp.Client(url)"
         checks.check(
-            "literal mcp.Client(url) (mode auto) ends up modern and calls echo",
+            f"{form} (mode auto) ends up modern and calls echo",
             dr is not None and ir is None and first_text(r) == "plain Client(url)",
             f"discover_result={describe(dr) if dr else None}, result {describe(r)}",
             f"protocol {MODERN}",
         )
 
-    await step("literal mcp.Client(url)", literal_client)
+    await step("second connection (mode auto)", literal_client)
 
     # After the whole modern flow: no session was ever created.
     async def health() -> None:

@@ -4,6 +4,11 @@
 //
 // Usage: node client.mjs http://127.0.0.1:PORT/mcp
 //
+// With MCP_INTEROP_TOKEN set (a server with [auth]), every request carries
+// `Authorization: Bearer <token>` through the transport's `requestInit` option, and a
+// first check makes sure a client without the token is refused with 401. Unset, the flow
+// is the unauthenticated one.
+//
 // Prints one line per passing check ("ok N - ..."), one line per failing check
 // ("FAIL N - ...: reason"), then a final line "<passed> passed, <failed> failed".
 // Exits 1 if any check failed (or the flow could not run at all), 0 otherwise.
@@ -21,6 +26,8 @@ if (!url) {
     console.error('usage: node client.mjs <server-url, e.g. http://127.0.0.1:8080/mcp>');
     process.exit(2);
 }
+const token = process.env.MCP_INTEROP_TOKEN || undefined;
+const authHeaders = token ? { Authorization: `Bearer ${token}` } : {};
 
 // ---------------------------------------------------------------------------
 // Tiny check harness
@@ -93,7 +100,7 @@ hardStop.unref();
 // It is passed through the transport's public `fetch` option.
 // ---------------------------------------------------------------------------
 
-/** @type {Array<{method: string, sessionId: string|null, protocolVersion: string|null, lastEventId: string|null, rpc: any, status?: number, contentType?: string|null, error?: string}>} */
+/** @type {Array<{method: string, sessionId: string|null, protocolVersion: string|null, lastEventId: string|null, authorization: string|null, rpc: any, status?: number, contentType?: string|null, wwwAuthenticate?: string|null, error?: string}>} */
 const wire = [];
 
 /**
@@ -120,6 +127,7 @@ async function recordingFetch(input, init = {}) {
         sessionId: headers.get('mcp-session-id'),
         protocolVersion: headers.get('mcp-protocol-version'),
         lastEventId: headers.get('last-event-id'),
+        authorization: headers.get('authorization'),
         rpc: parseBody(init.body)
     };
     wire.push(entry);
@@ -144,6 +152,7 @@ async function recordingFetch(input, init = {}) {
     }
     entry.status = response.status;
     entry.contentType = response.headers.get('content-type');
+    entry.wwwAuthenticate = response.headers.get('www-authenticate');
     if (!cutThis || !response.body) return response;
 
     plan.sawSse = (entry.contentType ?? '').toLowerCase().startsWith('text/event-stream');
@@ -235,7 +244,10 @@ client.setNotificationHandler(LoggingMessageNotificationSchema, notification => 
     logMessages.push(notification.params);
 });
 
-const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: recordingFetch });
+const transport = new StreamableHTTPClientTransport(new URL(url), {
+    fetch: recordingFetch,
+    ...(token ? { requestInit: { headers: authHeaders } } : {})
+});
 
 // ---------------------------------------------------------------------------
 // Flows
@@ -248,6 +260,35 @@ async function step(name, fn) {
         fail(name, errText(e));
     }
 }
+
+// 0. with a token in play: the same client without it must be refused, 401 with the
+// challenge (spec basic/authorization: the resource server answers 401 and names its
+// protected resource metadata in WWW-Authenticate).
+if (token) {
+    await step('connect without the token', async () => {
+        const wireStart = wire.length;
+        const anonymous = new Client({ name: 'mcp-actor-interop-ts-no-token', version: '0.0.0' });
+        const bare = new StreamableHTTPClientTransport(new URL(url), { fetch: recordingFetch });
+        let error;
+        try {
+            await withTimeout(anonymous.connect(bare), 10_000, 'initialize without a token');
+        } catch (e) {
+            error = e;
+        }
+        await anonymous.close().catch(() => {});
+        const exchanges = wire.slice(wireStart);
+        const refused = exchanges.length > 0 && exchanges.every(w => w.status === 401 && /^Bearer .*resource_metadata="/.test(w.wwwAuthenticate ?? ''));
+        check(
+            'connect without the token fails with 401 and a Bearer resource_metadata challenge',
+            error !== undefined && (error.code === 401 || /\b401\b/.test(errText(error))) && refused,
+            error === undefined
+                ? 'connect succeeded without a token'
+                : `error ${errText(error)}; exchanges ${JSON.stringify(exchanges.map(w => [w.method, w.status, w.wwwAuthenticate]))}`,
+            `${error?.name} code ${error?.code}; ${exchanges.length} exchange(s) answered 401`
+        );
+    });
+}
+const sessionWireStart = wire.length;
 
 // 1. connect + listTools
 let connected = false;
@@ -457,13 +498,28 @@ await step('terminate session', async () => {
             'content-type': 'application/json',
             accept: 'application/json, text/event-stream',
             'mcp-session-id': sessionId,
-            'mcp-protocol-version': protocolVersion ?? '2025-11-25'
+            'mcp-protocol-version': protocolVersion ?? '2025-11-25',
+            ...authHeaders
         },
         body: JSON.stringify({ jsonrpc: '2.0', id: 'after-delete', method: 'tools/list', params: {} })
     });
     const body = await res.text().catch(() => '');
     check('POST with the terminated session id -> HTTP 404', res.status === 404, `HTTP ${res.status}, body ${body.slice(0, 200)}`);
 });
+
+// 9. with a token: the SDK sent it on every exchange of the session (POSTs, the standalone
+// GET stream, the resumption GET and the DELETE), not only on initialize.
+if (token) {
+    const exchanges = wire.slice(sessionWireStart);
+    const without = exchanges.filter(w => w.authorization !== `Bearer ${token}`);
+    const methods = [...new Set(exchanges.map(w => w.method))].sort().join(', ');
+    check(
+        'every request of the session carried the bearer token',
+        exchanges.length > 0 && without.length === 0,
+        `${without.length}/${exchanges.length} without it: ${JSON.stringify(without.slice(0, 5).map(w => [w.method, w.rpc?.method, w.status]))}`,
+        `${exchanges.length} exchanges: ${methods}`
+    );
+}
 
 if (failed > 0 && transportErrors.length > 0) {
     console.log(`note: transport errors seen by the SDK: ${JSON.stringify(transportErrors.slice(0, 10))}`);
