@@ -139,7 +139,7 @@ input_schema = {{ type = "object", properties = {{ q = {{ type = "string" }} }} 
 
 #[tokio::test]
 async fn a_protected_server_may_listen_beyond_loopback_and_an_open_one_may_not() {
-    const TOKEN: &str = "ops-token-8d41";
+    const TOKEN: &str = "ops-token-8d41c07e";
     let dir = TempDir::new("auth-listen");
     let config = AuthToml::static_only().static_token("ops", "MCP_OPS_TOKEN", TOKEN, &[]);
     let protected = dir.write("protected.toml", &config.render());

@@ -295,7 +295,12 @@ async fn the_metadata_is_public_at_both_well_known_paths_and_the_challenge_point
 
 #[tokio::test]
 async fn without_scopes_supported_the_metadata_and_the_challenge_name_no_scope() {
-    let config = AuthToml::static_only().static_token("ci-bot", "MCP_CI_TOKEN", "t0ken", &[]);
+    let config = AuthToml::static_only().static_token(
+        "ci-bot",
+        "MCP_CI_TOKEN",
+        "ci-token-without-scopes",
+        &[],
+    );
     let server = Protected::start(&config);
     let (status, _, doc) = get_public(&server, "/.well-known/oauth-protected-resource").await;
     assert_eq!(status, StatusCode::OK, "{doc}");
