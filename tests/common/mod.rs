@@ -76,7 +76,7 @@ impl TestServer {
     /// The binary on the configuration file at `path` (left in place, so a test can edit it
     /// and reload), with extra environment variables.
     pub fn with_config_file(path: &std::path::Path, env: &[(&str, &str)]) -> TestServer {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-actor"));
+        let mut cmd = Command::new(binary());
         cmd.args(["--listen", "127.0.0.1:0", "--config"]).arg(path);
         for (k, v) in env {
             cmd.env(k, v);
@@ -87,7 +87,7 @@ impl TestServer {
     /// The binary with `args` (which must include a `--listen` on loopback) and extra
     /// environment variables.
     pub fn with_args(args: &[&str], env: &[(&str, &str)]) -> TestServer {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-actor"));
+        let mut cmd = Command::new(binary());
         cmd.args(args);
         for (k, v) in env {
             cmd.env(k, v);
@@ -101,7 +101,7 @@ impl TestServer {
     }
 
     fn spawn(config: Option<&str>) -> TestServer {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-actor"));
+        let mut cmd = Command::new(binary());
         cmd.args(["--listen", "127.0.0.1:0"]);
         let config_file = config.map(|text| {
             let path = std::env::temp_dir().join(format!("mcp-actor-test-{}.toml", uuid_like()));
@@ -176,7 +176,7 @@ impl TestServer {
     pub fn with_config_logging_to(toml: &str, log: &std::path::Path) -> TestServer {
         let path = std::env::temp_dir().join(format!("mcp-actor-test-{}.toml", uuid_like()));
         std::fs::write(&path, toml).expect("write test config");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-actor"));
+        let mut cmd = Command::new(binary());
         cmd.args(["--listen", "127.0.0.1:0", "--config"]).arg(&path);
         let file = std::fs::File::create(log).expect("create log file");
         Self::run(cmd, Some(tempfile_path::TempPath(path)), Some(file))
@@ -317,6 +317,12 @@ fn uuid_like() -> String {
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+/// The binary under test: `MCP_ACTOR_TEST_BIN` when set (to run the suite against another
+/// build, a release one for example), else the one cargo built for this test run.
+pub fn binary() -> std::ffi::OsString {
+    std::env::var_os("MCP_ACTOR_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_mcp-actor").into())
 }
 
 /// A raw HTTP client for the MCP endpoint.
@@ -552,7 +558,7 @@ impl Session {
 /// Runs the binary with `args` and returns its exit status and stderr if it exits within
 /// `limit`, killing it otherwise.
 pub fn run_binary(args: &[&str], limit: Duration) -> Option<(std::process::ExitStatus, String)> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-actor"))
+    let mut child = Command::new(binary())
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -591,7 +597,7 @@ pub fn run_check_without(
     unset: &[&str],
 ) -> (std::process::ExitStatus, String, String) {
     const LIMIT: Duration = Duration::from_secs(30);
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-actor"));
+    let mut cmd = Command::new(binary());
     cmd.arg("check")
         .arg(file)
         .stdout(Stdio::piped())

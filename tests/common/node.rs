@@ -6,13 +6,14 @@ use std::path::Path;
 use std::process::{Command, ExitStatus};
 
 use super::TestServer;
+use super::binary;
 
 impl TestServer {
     /// The binary listening on `listen` (`127.0.0.1:PORT`), serving the configuration file
     /// `config` with `args` added, its log appended to `log` (so a restarted node's log
     /// follows the previous run's).
     pub fn at(listen: &str, config: &Path, args: &[&str], log: &Path) -> TestServer {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-actor"));
+        let mut cmd = Command::new(binary());
         cmd.args(["--listen", listen, "--config"])
             .arg(config)
             .args(args);
