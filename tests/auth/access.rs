@@ -248,6 +248,16 @@ async fn resources_match_scopes_by_prefix_and_prompts_by_the_catch_all() {
         .await;
     expect_insufficient_scope(prompt.status(), &prompt.headers().clone(), &["mcp:prompts"]);
 
+    // A listen stream subscribing to the resource needs its scopes too.
+    let listen = Modern::request(4, "subscriptions/listen")
+        .param(
+            "notifications",
+            json!({ "resourceSubscriptions": ["mem://secret/plan"] }),
+        )
+        .send(&client)
+        .await;
+    expect_insufficient_scope(listen.status(), &listen.headers().clone(), &["mcp:secrets"]);
+
     // The handshake era is held to the same scopes.
     let session = client.connect().await;
     let resp = session
