@@ -74,6 +74,9 @@ pub mod context;
 pub mod dispatch;
 pub mod events;
 pub mod features;
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzzing;
 mod http;
 pub mod jsonrpc;
 mod log_limit;

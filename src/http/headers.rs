@@ -27,10 +27,12 @@ pub(crate) fn check_host_and_origin(
     uri: &Uri,
     config: &HttpSection,
 ) -> Result<(), HttpError> {
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .or_else(|| uri.authority().map(|a| a.as_str()));
+    // A Host that is not visible ASCII (obs-text passes hyper) is judged as U+FFFD, never
+    // skipped: skipping it would let the request through with no host checked at all.
+    let host = match headers.get(header::HOST) {
+        Some(value) => Some(value.to_str().unwrap_or("\u{fffd}")),
+        None => uri.authority().map(|a| a.as_str()),
+    };
     if let Some(host) = host {
         if !host_allowed(host, config) {
             return Err(HttpError::new(
@@ -287,6 +289,22 @@ mod tests {
         assert!(!origin_allowed("http://[::1]x", &c));
         assert!(!host_allowed("127.0.0.1:1@evil.com", &c));
         assert!(!host_allowed("localhost:x", &c));
+    }
+
+    #[test]
+    fn a_host_that_is_not_ascii_is_refused_not_skipped() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::HOST,
+            axum::http::HeaderValue::from_bytes(b"caf\xe9.example").unwrap(),
+        );
+        let uri = Uri::from_static("/mcp");
+        assert!(check_host_and_origin(&h, &uri, &config()).is_err());
+        let any = HttpSection {
+            allowed_hosts: vec!["*".into()],
+            ..config()
+        };
+        assert!(check_host_and_origin(&h, &uri, &any).is_ok());
     }
 
     #[test]

@@ -18,7 +18,7 @@ mod file_read;
 pub mod files;
 pub mod http;
 mod metadata;
-mod placeholders;
+pub(crate) mod placeholders;
 mod process;
 pub mod prompts;
 pub mod watch;

@@ -139,7 +139,10 @@ pub(crate) fn unset_env_vars(text: &str) -> Vec<String> {
     unset_env_vars_with(text, |name| std::env::var(name).ok())
 }
 
-fn unset_env_vars_with(text: &str, lookup: impl Fn(&str) -> Option<String>) -> Vec<String> {
+pub(crate) fn unset_env_vars_with(
+    text: &str,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Vec<String> {
     let unset = std::cell::RefCell::new(Vec::new());
     let _ = expand_env_with(text, |name| {
         lookup(name).or_else(|| {
@@ -150,7 +153,10 @@ fn unset_env_vars_with(text: &str, lookup: impl Fn(&str) -> Option<String>) -> V
     unset.into_inner()
 }
 
-fn expand_env_with(text: &str, lookup: impl Fn(&str) -> Option<String>) -> Result<String, String> {
+pub(crate) fn expand_env_with(
+    text: &str,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find('$') {
