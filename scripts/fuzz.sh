@@ -2,13 +2,16 @@
 # Fuzz the parsers that read client input (fuzz/, described in docs/fuzzing.md) with
 # cargo fuzz and libFuzzer:
 #
-#   scripts/fuzz.sh                      every target for 5 s: the test suite's run
-#   scripts/fuzz.sh --long SECONDS       every target for SECONDS, for development runs
+#   scripts/fuzz.sh                      every target for 5 s: the test suite's run, built
+#                                        without optimizations or sanitizer (the build
+#                                        is what costs a fresh machine its minutes)
+#   scripts/fuzz.sh --long SECONDS       every target for SECONDS, optimized and under
+#                                        AddressSanitizer: the development runs
 #   scripts/fuzz.sh [--long SECONDS] TARGET...   only these targets
 #
 # cargo-fuzz, pinned, is installed into the git-ignored .tools/cargo-fuzz when missing. It
 # runs on the stable toolchain: RUSTC_BOOTSTRAP=1 lets stable rustc take the -Z flags cargo
-# fuzz passes (FUZZ_SANITIZER picks the sanitizer, address by default; none runs faster).
+# fuzz passes (FUZZ_SANITIZER picks the sanitizer: address for --long, none for the short run).
 # Each target starts from its committed seeds (fuzz/seeds/TARGET) and grows a scratch corpus
 # in fuzz/corpus/TARGET; a crash leaves its input in fuzz/artifacts/TARGET and fails the
 # target. One fuzzing process at a time.
@@ -18,11 +21,17 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 CARGO_FUZZ_VERSION="0.13.2"
 seconds=5
+long=false
 if [[ "${1:-}" == "--long" ]]; then
     seconds="${2:?--long takes a number of seconds}"
+    long=true
     shift 2
 fi
-sanitizer="${FUZZ_SANITIZER:-address}"
+if $long; then
+    sanitizer="${FUZZ_SANITIZER:-address}"
+else
+    sanitizer="${FUZZ_SANITIZER:-none}"
+fi
 passed=0
 failed=0
 
@@ -51,6 +60,7 @@ fi
 # Build flags shared by the build and the runs, so a run never rebuilds: optimized, with
 # debug assertions and overflow checks, since a panic is what the targets look for.
 build=(--sanitizer "$sanitizer" --debug-assertions)
+$long || build+=(--dev)
 # Each sanitizer builds in its own folder, so switching never rebuilds the other.
 [[ "$sanitizer" == address ]] || build+=(--target-dir "$PWD/fuzz/target/$sanitizer")
 if ! cargo fuzz build "${build[@]}"; then

@@ -2,6 +2,10 @@
 //! the batch size, SSE streams per session and server-wide, an initialize flood against
 //! `max_sessions`, and slowloris connections. Each limit answers with its own status and a
 //! message naming its key, and the server keeps serving its existing sessions meanwhile.
+//!
+//! The flood and slowloris tests bound an existing session's ping p99 (50 ms), a figure
+//! of the optimized server: they are ignored in the debug run and `scripts/load.sh` runs
+//! them against the release build (`MCP_ACTOR_TEST_BIN`), one at a time.
 
 mod common;
 
@@ -302,6 +306,7 @@ fn complete_response(bytes: &[u8]) -> Option<(u16, usize)> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a latency bound: scripts/load.sh runs it against the release build"]
 async fn an_initialize_flood_gets_503_past_max_sessions_while_a_session_keeps_its_latency() {
     const REQUESTS: usize = 20_000;
     const CONNECTIONS: usize = 50;
@@ -359,6 +364,7 @@ async fn an_initialize_flood_gets_503_past_max_sessions_while_a_session_keeps_it
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a latency bound: scripts/load.sh runs it against the release build"]
 async fn slowloris_connections_are_closed_while_a_normal_client_keeps_its_latency() {
     const SLOW: usize = 200;
     let server = TestServer::with_config(&config("[http]\nheader_timeout = \"3s\"\n"));
