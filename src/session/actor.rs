@@ -33,9 +33,8 @@ use crate::metrics::RequestTimer;
 use crate::protocol::{ClientInfo, LogLevel, ProtocolVersion, progress_token};
 use crate::session::handle::SessionLink;
 use crate::session::pending::PendingClientRequests;
-use crate::session::registry::SessionSlot;
 use crate::session::streams::{Attachment, StreamId, StreamRules, Streams};
-use crate::session::{SessionEnv, SessionError};
+use crate::session::{SessionEnv, SessionError, registry::SessionSlot};
 
 mod bounds;
 mod ending;
