@@ -98,7 +98,7 @@ pub struct SessionStreams(Streams);
 
 impl SessionStreams {
     pub fn new(max_events: usize, max_finished: usize, priming: bool, sse_only: bool) -> Self {
-        SessionStreams(Streams::new(StreamRules {
+        let rules = StreamRules {
             max_events: max_events.max(1),
             max_finished,
             connection_buffer: 4,
@@ -108,7 +108,9 @@ impl SessionStreams {
                 ResponseMode::Auto
             },
             priming,
-        }))
+        };
+        let metrics = std::sync::Arc::new(crate::metrics::Metrics::new("fuzz", []));
+        SessionStreams(Streams::new(rules, metrics))
     }
 
     pub fn open_post(&mut self, requests: usize) -> Attachment {
