@@ -113,10 +113,8 @@ wait_listening "$server_pid" "$port" "$server_log" "${INTEROP_STARTUP_SECS:-30}"
 # client edits (so it must not be shared with the other clients).
 tmp_dir="$(mktemp -d -t mcp-actor-interop.XXXXXX)"
 modern_config="$tmp_dir/config.toml"
-cat >"$modern_config" <<'TOML'
-# Written by scripts/interop.sh for tests/interop/python/client_modern.py, which
-# appends a [[tools]] entry to this file to trigger a hot reload.
-[reload]
+# What both watched configurations serve: the builtin tools, reloaded when the file changes.
+watched_tools='[reload]
 watch = true
 
 [[tools]]
@@ -129,7 +127,11 @@ builtin = "sleep"
 builtin = "ask"
 
 [[tools]]
-builtin = "sample"
+builtin = "sample"'
+cat >"$modern_config" <<TOML
+# Written by scripts/interop.sh for tests/interop/python/client_modern.py, which
+# appends a [[tools]] entry to this file to trigger a hot reload.
+$watched_tools
 TOML
 modern_port="$(free_port)"
 modern_url="http://127.0.0.1:$modern_port/mcp"
@@ -161,20 +163,7 @@ principal = "interop"
 token_env = "MCP_INTEROP_TOKEN"
 scopes = ["mcp:tools"]
 
-[reload]
-watch = true
-
-[[tools]]
-builtin = "echo"
-
-[[tools]]
-builtin = "sleep"
-
-[[tools]]
-builtin = "ask"
-
-[[tools]]
-builtin = "sample"
+$watched_tools
 TOML
 auth_log="${INTEROP_AUTH_SERVER_LOG:-$(mktemp -t mcp-actor-interop-auth.XXXXXX.log)}"
 

@@ -307,6 +307,12 @@ impl Config {
                 bad(key, "must be longer than 0s");
             }
         }
+        if self.http.initialize_rate_per_ip > 0 && self.http.initialize_burst_per_ip == 0 {
+            bad(
+                "http.initialize_burst_per_ip",
+                "must be at least 1 while http.initialize_rate_per_ip is on",
+            );
+        }
         if self.client_requests.max_timeout < self.client_requests.timeout {
             bad(
                 "client_requests.max_timeout",
@@ -433,6 +439,17 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "x.toml:3:1: pagination.page_size: must be greater than 0"
+        );
+        let burst = "[http]\ninitialize_burst_per_ip = 0\n";
+        let err = Config::parse(burst, "x.toml").unwrap_err().to_string();
+        assert!(
+            err.contains("http.initialize_burst_per_ip: must be at least 1"),
+            "{err}"
+        );
+        let off = "[http]\ninitialize_rate_per_ip = 0\ninitialize_burst_per_ip = 0\n";
+        assert!(
+            Config::parse(off, "x.toml").is_ok(),
+            "no burst is needed without a rate"
         );
     }
 

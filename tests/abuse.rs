@@ -422,3 +422,39 @@ async fn slowloris_connections_are_closed_while_a_normal_client_keeps_its_latenc
         "ping p99 {p99:?} during the slowloris"
     );
 }
+
+#[tokio::test]
+async fn x_forwarded_for_names_the_client_only_behind_a_trusted_proxy() {
+    let limits = "[http]\ninitialize_rate_per_ip = 1\ninitialize_burst_per_ip = 1\n";
+    let from = |client: &Client, ip: &'static str| {
+        let client = client.clone();
+        async move {
+            client
+                .post_raw(&initialize_body(), &[("x-forwarded-for", ip)])
+                .await
+                .status()
+        }
+    };
+    // An untrusted peer cannot spread its initializes over made-up addresses.
+    let open = TestServer::with_config(&config(limits));
+    let client = open.bounded_client(Duration::from_secs(10));
+    assert_eq!(from(&client, "198.51.100.1").await, StatusCode::OK);
+    assert_eq!(
+        from(&client, "198.51.100.2").await,
+        StatusCode::TOO_MANY_REQUESTS,
+        "X-Forwarded-For from an untrusted peer is ignored"
+    );
+    // Behind a trusted proxy, each client address has its own rate: the last address of
+    // the header, the one the proxy added, whatever a client wrote before it.
+    let proxied = TestServer::with_config(&config(&format!(
+        "{limits}trusted_proxies = [\"127.0.0.1\"]\n"
+    )));
+    let client = proxied.bounded_client(Duration::from_secs(10));
+    assert_eq!(from(&client, "198.51.100.1").await, StatusCode::OK);
+    assert_eq!(from(&client, "198.51.100.2").await, StatusCode::OK);
+    assert_eq!(
+        from(&client, "203.0.113.9, 198.51.100.1").await,
+        StatusCode::TOO_MANY_REQUESTS,
+        "a spoofed first address does not escape the proxy's"
+    );
+}

@@ -263,6 +263,12 @@ impl AuthSection {
                 bad(key.into(), "must be greater than 0");
             }
         }
+        if self.initialize_rate_per_principal > 0 && self.initialize_burst_per_principal == 0 {
+            bad(
+                "auth.initialize_burst_per_principal".into(),
+                "must be at least 1 while auth.initialize_rate_per_principal is on",
+            );
+        }
         for (kind, key, scopes) in self.scopes.entries() {
             if key.is_empty() || scopes.is_empty() || scopes.iter().any(|s| !is_scope_token(s)) {
                 bad(
@@ -376,6 +382,7 @@ token_env = "MCP_CI_TOKEN"
         let bad = r#"
 [auth]
 resource = "mcp.example.com"
+initialize_burst_per_principal = 0
 [auth.jwt]
 issuer = "https://auth.example.com"
 jwks_url = "http://auth.example.com/jwks.json"
@@ -389,6 +396,7 @@ token_file = "y"
 "#;
         let text = errors(bad);
         for expected in [
+            "auth.initialize_burst_per_principal",
             "auth.resource",
             "auth.authorization_servers",
             "auth.jwt.jwks_url",

@@ -34,7 +34,8 @@ struct Rate<K: std::hash::Hash + Eq + Clone> {
 impl<K: std::hash::Hash + Eq + Clone> Rate<K> {
     fn new(per_second: u32, burst: u32) -> Option<Self> {
         let per_second = NonZeroU32::new(per_second)?;
-        let burst = NonZeroU32::new(burst.max(1)).unwrap_or(NonZeroU32::MIN);
+        // The configuration refuses a zero burst beside a rate; 1 is the floor regardless.
+        let burst = NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN);
         let quota = Quota::per_second(per_second).allow_burst(burst);
         Some(Rate {
             limiter: DefaultKeyedRateLimiter::dashmap(quota),

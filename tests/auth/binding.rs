@@ -286,3 +286,56 @@ async fn sessions_are_capped_per_principal_with_429() {
         "again"
     );
 }
+
+#[tokio::test]
+async fn requests_in_flight_and_initialize_rate_are_capped_per_principal() {
+    let key = Signer::generate("k1");
+    let jwks = JwksServer::serving(&[&key]);
+    let server = Protected::start(
+        &AuthToml::jwt(&jwks.url)
+            .auth("max_in_flight_per_principal = 1")
+            .auth("initialize_rate_per_principal = 1")
+            .auth("initialize_burst_per_principal = 2"),
+    );
+    let alice = server.client(&token_for(&key, "alice"));
+    let bob = server.client(&token_for(&key, "bob"));
+
+    // One 2026-07-28 call of alice's runs; her second is refused, bob's is not.
+    let slow = Modern::call(1, "sleep", json!({ "ms": 1500 }));
+    let running = {
+        let alice = alice.clone();
+        tokio::spawn(async move { slow.send(&alice).await.status() })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let refused = Modern::call(2, "echo", json!({ "text": "x" }))
+        .send(&alice)
+        .await;
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(refused.headers().contains_key("retry-after"));
+    let message = refused.text().await.unwrap_or_default();
+    assert!(
+        message.contains("auth.max_in_flight_per_principal"),
+        "{message}"
+    );
+    let other = Modern::call(3, "echo", json!({ "text": "x" }))
+        .send(&bob)
+        .await;
+    assert_eq!(other.status(), StatusCode::OK);
+    assert_eq!(running.await.expect("alice's call"), StatusCode::OK);
+
+    // Two initializes at once, then the rate: alice is refused, bob is not.
+    let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize",
+                       "params": { "protocolVersion": LATEST, "capabilities": {},
+                                   "clientInfo": { "name": "auth-tests", "version": "1" } } });
+    for _ in 0..2 {
+        assert_eq!(alice.post_raw(&init, &[]).await.status(), StatusCode::OK);
+    }
+    let refused = alice.post_raw(&init, &[]).await;
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    let message = refused.text().await.unwrap_or_default();
+    assert!(
+        message.contains("auth.initialize_rate_per_principal"),
+        "{message}"
+    );
+    assert_eq!(bob.post_raw(&init, &[]).await.status(), StatusCode::OK);
+}
