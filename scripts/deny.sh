@@ -17,6 +17,9 @@
 #                                              a directory of its files, or a tarball of one
 #                                              (a relative path starts at the repository root);
 #     ../shared/rustsec-advisory-db(.tar.*)    beside the checkout, where a machine provides one;
+#     supply-chain/rustsec-advisory-db.tar.gz  the snapshot committed with the repository
+#                                              (supply-chain/README.md: its date, and how to
+#                                              refresh it);
 #   is imported when it is newer than the copy cargo-deny already holds (from an earlier
 #   fetch or import), and the check runs against whichever is newer.
 #   deny.toml's maximum-db-staleness bounds how old that snapshot may be, counted from its
@@ -109,7 +112,7 @@ import_snapshot() {
 find_snapshot() {
     local work="$1" candidate
     for candidate in "${ADVISORY_DB_SNAPSHOT:-}" ../shared/rustsec-advisory-db \
-        ../shared/rustsec-advisory-db.tar.*; do
+        ../shared/rustsec-advisory-db.tar.* supply-chain/rustsec-advisory-db.tar.gz; do
         [[ -n "$candidate" && -e "$candidate" ]] || continue
         if [[ -f "$candidate" ]]; then
             tar -xf "$candidate" -C "$work" || continue
