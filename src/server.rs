@@ -398,6 +398,7 @@ impl ServerBuilder {
             listen_permits: Arc::new(Semaphore::new(config.modern.max_listen_streams)),
             call_permits: Arc::new(Semaphore::new(config.modern.max_in_flight)),
             principal_calls: KeyedCounts::default(),
+            principal_listens: KeyedCounts::default(),
             drain: drain.clone(),
             shutdown: shutdown.clone(),
             metrics: Arc::clone(&metrics),

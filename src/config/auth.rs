@@ -40,6 +40,10 @@ pub struct AuthSection {
     /// Live tasks one principal may hold; a task-augmented call past it is refused.
     #[serde(default = "default_max_tasks_per_principal")]
     pub max_tasks_per_principal: usize,
+    /// Open `subscriptions/listen` streams one principal may hold; past it, 429. Keeps one
+    /// principal from taking every slot of `modern.max_listen_streams`.
+    #[serde(default = "default_max_listen_streams_per_principal")]
+    pub max_listen_streams_per_principal: usize,
     /// `initialize` requests per second one principal may send (0: unlimited); more get
     /// 429 with `Retry-After`.
     #[serde(default = "default_initialize_rate_per_principal")]
@@ -168,6 +172,10 @@ fn default_max_tasks_per_principal() -> usize {
     100
 }
 
+fn default_max_listen_streams_per_principal() -> usize {
+    100
+}
+
 fn default_initialize_rate_per_principal() -> u32 {
     20
 }
@@ -257,6 +265,10 @@ impl AuthSection {
                 self.max_in_flight_per_principal,
             ),
             ("auth.max_tasks_per_principal", self.max_tasks_per_principal),
+            (
+                "auth.max_listen_streams_per_principal",
+                self.max_listen_streams_per_principal,
+            ),
         ];
         for (key, value) in caps {
             if value == 0 {

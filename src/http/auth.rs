@@ -59,6 +59,7 @@ impl AppState {
             key: Arc::clone(&principal.key),
             max_in_flight: config.map(|c| c.max_in_flight_per_principal),
             max_tasks: config.map(|c| c.max_tasks_per_principal),
+            max_listen_streams: config.map(|c| c.max_listen_streams_per_principal),
         }
     }
 

@@ -43,6 +43,11 @@ impl From<Refusal> for HttpError {
                     .retry_after(1)
                     .limit(Limit::PrincipalInFlight)
             }
+            Refusal::PrincipalListening { .. } => {
+                HttpError::new(StatusCode::TOO_MANY_REQUESTS, code, message)
+                    .retry_after(5)
+                    .limit(Limit::PrincipalListenStreams)
+            }
             Refusal::Draining => HttpError::new(StatusCode::SERVICE_UNAVAILABLE, code, message)
                 .retry_after(1)
                 .limit(Limit::Draining),

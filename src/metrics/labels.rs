@@ -138,10 +138,12 @@ pub enum Limit {
     MaxBatchSize,
     /// `http.max_connections_per_ip` (429, then the connection closes).
     MaxConnectionsPerIp,
+    /// `auth.max_listen_streams_per_principal` (429).
+    PrincipalListenStreams,
 }
 
 impl Limit {
-    pub const ALL: [Limit; 23] = [
+    pub const ALL: [Limit; 24] = [
         Limit::MaxBodyBytes,
         Limit::MaxInFlight,
         Limit::ModernMaxInFlight,
@@ -165,6 +167,7 @@ impl Limit {
         Limit::MaxStreamsPerSession,
         Limit::MaxBatchSize,
         Limit::MaxConnectionsPerIp,
+        Limit::PrincipalListenStreams,
     ];
 
     pub fn label(self) -> &'static str {
@@ -192,6 +195,7 @@ impl Limit {
             Limit::MaxStreamsPerSession => "max_streams_per_session",
             Limit::MaxBatchSize => "max_batch_size",
             Limit::MaxConnectionsPerIp => "max_connections_per_ip",
+            Limit::PrincipalListenStreams => "max_listen_streams_per_principal",
         }
     }
 }

@@ -15,7 +15,8 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::{OwnedSemaphorePermit, broadcast};
 
-use super::{ModernState, Refusal, Reply};
+use super::{ModernState, Refusal, Reply, Transport};
+use crate::auth::KeyedSlot;
 use crate::events::ServerEvent;
 use crate::jsonrpc::{self, Request, RequestId, RpcError};
 use crate::log_limit::warn_limited;
@@ -119,10 +120,10 @@ impl Filter {
 /// Opens a listen stream: the acknowledgement, then the events the filter selects.
 pub(crate) async fn open(
     state: &Arc<ModernState>,
-    accepts_stream: bool,
+    transport: &Transport<'_>,
     request: Request,
 ) -> Reply {
-    if !accepts_stream {
+    if !transport.accepts_stream {
         return Reply::Refused(Refusal::ListenNeedsEventStream);
     }
     let filter = match Filter::parse(request.params.as_ref()) {
@@ -137,6 +138,17 @@ pub(crate) async fn open(
         );
         return Reply::Refused(Refusal::TooManyListenStreams { limit });
     };
+    let caller = transport.caller;
+    let principal_slot = match caller.max_listen_streams {
+        Some(limit) => match state.principal_listens.take(&caller.key, limit) {
+            Some(slot) => Some(slot),
+            None => {
+                tracing::debug!(limit, "subscriptions/listen refused: the principal's cap");
+                return Reply::Refused(Refusal::PrincipalListening { limit });
+            }
+        },
+        None => None,
+    };
     let events = state.events.subscribe();
     let id = request.id;
     let ack = jsonrpc::encode_notification(
@@ -150,6 +162,7 @@ pub(crate) async fn open(
         id,
         events,
         _permit: permit,
+        _principal_slot: principal_slot,
         done: false,
     };
     let stream = futures_util::stream::once(async move { ack }).chain(
@@ -165,6 +178,8 @@ struct Listening {
     events: broadcast::Receiver<Arc<ServerEvent>>,
     /// A slot among `modern.max_listen_streams`, given back when the stream is dropped.
     _permit: OwnedSemaphorePermit,
+    /// A slot among the principal's `auth.max_listen_streams_per_principal`.
+    _principal_slot: Option<KeyedSlot>,
     done: bool,
 }
 

@@ -59,6 +59,8 @@ pub(crate) struct ModernState {
     pub call_permits: Arc<Semaphore>,
     /// Requests in flight per principal (`auth.max_in_flight_per_principal`).
     pub principal_calls: KeyedCounts,
+    /// Open listen streams per principal (`auth.max_listen_streams_per_principal`).
+    pub principal_listens: KeyedCounts,
     /// Cancelled when the server starts draining: every new request is refused (503), and
     /// those in flight run to their end.
     pub drain: CancellationToken,
@@ -105,6 +107,10 @@ pub(crate) enum Refusal {
         "you already have {limit} 2026-07-28 requests in flight (auth.max_in_flight_per_principal); retry when one finishes"
     )]
     PrincipalBusy { limit: usize },
+    #[error(
+        "you already have {limit} listen streams open (auth.max_listen_streams_per_principal); close one first"
+    )]
+    PrincipalListening { limit: usize },
     #[error(
         "this server is shutting down and takes no new request; retry, and a load balancer \
          sends you to another node"
@@ -166,6 +172,8 @@ pub(crate) struct Caller {
     pub max_in_flight: Option<usize>,
     /// `auth.max_tasks_per_principal`; `None` without authentication.
     pub max_tasks: Option<usize>,
+    /// `auth.max_listen_streams_per_principal`; `None` without authentication.
+    pub max_listen_streams: Option<usize>,
 }
 
 /// What the transport knows of one modern POST besides its body.
@@ -272,9 +280,7 @@ async fn route(
             let result = stamp(state, "server/discover", discover_result(state));
             Reply::result(&request.id, result)
         }
-        Some(("subscriptions/listen", _)) => {
-            listen::open(state, transport.accepts_stream, request).await
-        }
+        Some(("subscriptions/listen", _)) => listen::open(state, &transport, request).await,
         Some((method, AnsweredBy::Stateless)) => {
             let (params, client) = (request.params.as_ref(), &envelope.client);
             match tasks::serve(state, method, params, client, &transport.caller.key) {

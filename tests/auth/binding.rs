@@ -339,3 +339,44 @@ async fn requests_in_flight_and_initialize_rate_are_capped_per_principal() {
     );
     assert_eq!(bob.post_raw(&init, &[]).await.status(), StatusCode::OK);
 }
+
+#[tokio::test]
+async fn listen_streams_are_capped_per_principal() {
+    let key = Signer::generate("k1");
+    let jwks = JwksServer::serving(&[&key]);
+    let server =
+        Protected::start(&AuthToml::jwt(&jwks.url).auth("max_listen_streams_per_principal = 1"));
+    let alice = server.client(&token_for(&key, "alice"));
+    let bob = server.client(&token_for(&key, "bob"));
+    let listen = |id: i64| {
+        Modern::request(id, "subscriptions/listen")
+            .param("notifications", json!({ "toolsListChanged": true }))
+    };
+
+    // Alice's one stream stays open (its headers are in); her second is refused, bob's is not.
+    let first = listen(1).send(&alice).await;
+    assert_eq!(first.status(), StatusCode::OK);
+    let refused = listen(2).send(&alice).await;
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(refused.headers().contains_key("retry-after"));
+    let message = refused.text().await.unwrap_or_default();
+    assert!(
+        message.contains("auth.max_listen_streams_per_principal"),
+        "{message}"
+    );
+    let other = listen(3).send(&bob).await;
+    assert_eq!(other.status(), StatusCode::OK);
+
+    // Closing her stream gives her slot back.
+    drop(first);
+    let mut status = StatusCode::TOO_MANY_REQUESTS;
+    for attempt in 4..40 {
+        status = listen(attempt).send(&alice).await.status();
+        if status == StatusCode::OK {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(status, StatusCode::OK, "the slot came back");
+    drop(other);
+}
