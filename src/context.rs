@@ -102,6 +102,9 @@ pub(crate) struct ContextParts {
     pub client: Arc<ClientInfo>,
     pub cancel: CancellationToken,
     pub link: Arc<dyn ClientLink>,
+    /// What the requester's scope owns for handlers to use, such as a session's upstream
+    /// connections; handlers find it by type with [`RequestContext::scope`].
+    pub scope: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 impl RequestContext {
@@ -262,6 +265,38 @@ impl RequestContext {
             .get("roots")
             .cloned()
             .ok_or_else(|| ClientRequestError::Malformed("roots/list result has no `roots`".into()))
+    }
+
+    /// Forwards a server→client request an upstream server sent (the gateway), after the
+    /// same capability check the typed methods make. `params` pass through unchanged.
+    pub(crate) async fn forward_request(
+        &self,
+        method: &'static str,
+        params: Value,
+    ) -> Result<Value, ClientRequestError> {
+        let client = &self.inner.client;
+        let (declared, capability) = match method {
+            "elicitation/create" if params.get("mode").and_then(Value::as_str) == Some("url") => {
+                (client.supports_elicitation_url(), "elicitation")
+            }
+            "elicitation/create" => (client.supports_elicitation_form(), "elicitation"),
+            "sampling/createMessage" => (client.supports_sampling(), "sampling"),
+            "roots/list" => (client.supports_roots(), "roots"),
+            _ => (true, ""),
+        };
+        if !declared {
+            return Err(self.missing(capability));
+        }
+        self.inner
+            .link
+            .request(&self.inner.request_id, None, method, params)
+            .await
+    }
+
+    /// What the requester's scope lent handlers, if it is a `T`.
+    pub(crate) fn scope<T: std::any::Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        let scope = self.inner.scope.clone()?;
+        scope.downcast::<T>().ok()
     }
 
     fn missing(&self, capability: &'static str) -> ClientRequestError {

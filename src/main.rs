@@ -9,6 +9,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use mcp_actor::Server;
 use mcp_actor::config::LogFormat;
+use mcp_actor::providers::upstream::{Gateway, supervisor};
 use mcp_actor::providers::{
     LoadedConfig, ProviderRuntime, ResourceWatcher, become_child_subreaper,
 };
@@ -68,6 +69,12 @@ enum Command {
 }
 
 fn main() -> anyhow::Result<()> {
+    // Not a clap subcommand: its arguments after `--` are another program's, passed as
+    // they are (see `upstream::supervisor`).
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == supervisor::SUBCOMMAND) {
+        std::process::exit(run_supervisor(&args[2..]));
+    }
     let cli = Cli::parse();
     match &cli.command {
         Some(Command::Check { file }) => return runtime(0)?.block_on(async { check(file) }),
@@ -151,12 +158,25 @@ async fn serve(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<()> {
     for warning in &provided.warnings {
         tracing::warn!("{warning}");
     }
+    // Each upstream is started once to read what it offers; this binary supervises their
+    // processes itself (`upstream-supervisor`), so they end even if it is killed.
+    let supervisor = std::env::current_exe().ok();
+    let gateway = Gateway::start(&config, loaded.base_dir(), supervisor, Arc::clone(&metrics))
+        .await
+        .map_err(|errors| loaded.locate(errors))?;
+    let taken: Vec<&str> = provided.features.tools.iter().map(|t| t.name()).collect();
+    let clashes = gateway.clashes(&taken);
+    if !clashes.is_empty() {
+        gateway.shutdown(std::time::Duration::from_secs(5)).await;
+        return Err(loaded.locate(clashes).into());
+    }
     let (watch, debounce) = (config.reload.watch, config.reload.debounce);
     let server = Server::builder()
         .config(config)
         .config_dir(loaded.base_dir())
         .metrics(metrics)
         .features(provided.features)
+        .gateway(gateway)
         .build()?;
     server
         .prime_auth()
@@ -309,4 +329,25 @@ fn check(file: &std::path::Path) -> anyhow::Result<()> {
             std::process::exit(1);
         }
     }
+}
+
+/// `mcp-actor upstream-supervisor PARENT_PID GRACE_MS -- PROGRAM ARGS...`: run by the
+/// gateway for each stdio upstream, never by hand.
+fn run_supervisor(args: &[std::ffi::OsString]) -> i32 {
+    let number = |a: Option<&std::ffi::OsString>| a.and_then(|a| a.to_str()?.parse::<u64>().ok());
+    let (Some(parent), Some(grace)) = (number(args.first()), number(args.get(1))) else {
+        eprintln!(
+            "usage: mcp-actor {} PARENT_PID GRACE_MS -- PROGRAM [ARGS...]",
+            supervisor::SUBCOMMAND
+        );
+        return 2;
+    };
+    let command = match args.get(2) {
+        Some(dashes) if dashes == "--" => &args[3..],
+        _ => &args[2..],
+    };
+    let Ok(parent) = u32::try_from(parent) else {
+        return 2;
+    };
+    supervisor::supervise(parent, std::time::Duration::from_millis(grace), command)
 }

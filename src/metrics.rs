@@ -55,6 +55,8 @@ pub struct Metrics {
     sessions_ended: [Counter; SessionEnd::ALL.len()],
     tools_in_flight: Gauge,
     command_processes: Gauge,
+    upstream_processes: Gauge,
+    upstream_restarts: Counter,
     client_requests_pending: Gauge,
     client_requests: [Counter; ClientRequestEnd::ALL.len()],
     sse_streams_open: Gauge,
@@ -135,6 +137,18 @@ impl Metrics {
             "Command-tool processes running",
             command_processes.clone(),
         );
+        let upstream_processes = Gauge::default();
+        r.register(
+            "mcp_upstream_processes",
+            "Processes of stdio upstreams running",
+            upstream_processes.clone(),
+        );
+        let upstream_restarts = Counter::default();
+        r.register(
+            "mcp_upstream_restarts",
+            "Upstream connections started again after the previous one ended",
+            upstream_restarts.clone(),
+        );
         let client_requests_pending = Gauge::default();
         r.register(
             "mcp_client_requests_pending",
@@ -197,6 +211,8 @@ impl Metrics {
             sessions_ended,
             tools_in_flight,
             command_processes,
+            upstream_processes,
+            upstream_restarts,
             client_requests_pending,
             client_requests,
             sse_streams_open,
@@ -274,6 +290,15 @@ impl Metrics {
     /// Counts a command-tool process as running until the guard drops.
     pub fn command_running(&self) -> Running {
         Running::start(&self.command_processes)
+    }
+
+    /// Counts an upstream process as running until the guard drops.
+    pub fn upstream_process_running(&self) -> Running {
+        Running::start(&self.upstream_processes)
+    }
+
+    pub fn upstream_restarted(&self) {
+        self.upstream_restarts.inc();
     }
 
     /// Counts an SSE response as open until the guard drops (with its body).

@@ -146,6 +146,12 @@ impl ClientInfo {
         }
     }
 
+    /// URL-mode elicitation (2025-11-25): declared with `url`.
+    pub fn supports_elicitation_url(&self) -> bool {
+        self.capability("elicitation")
+            .is_some_and(|cap| cap.get("url").is_some())
+    }
+
     pub fn supports_sampling(&self) -> bool {
         self.capability("sampling").is_some()
     }

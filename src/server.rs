@@ -31,10 +31,14 @@ use crate::http::connections::ConnectionLimits;
 use crate::http::limits::EdgeLimits;
 use crate::metrics::Metrics;
 use crate::protocol::CallToolResult;
+use crate::providers::upstream::Gateway;
 use crate::session::SessionEnv;
 use crate::stateless::ModernState;
 use crate::stateless::request_state::RequestStateKey;
 use crate::stateless::tasks::TaskStore;
+
+mod drain;
+use drain::{drain_then_shut_down, signals};
 
 /// A configured MCP server, ready to serve.
 ///
@@ -62,6 +66,7 @@ pub struct ServerBuilder {
     metrics: Option<Arc<Metrics>>,
     /// Where relative paths of `[auth]` (token and JWKS files) resolve.
     config_dir: std::path::PathBuf,
+    gateway: Option<Gateway>,
 }
 
 /// Why [`ServerBuilder::build`] failed.
@@ -77,6 +82,7 @@ impl Server {
             errors: Vec::new(),
             metrics: None,
             config_dir: std::path::PathBuf::from("."),
+            gateway: None,
         }
     }
 
@@ -250,7 +256,11 @@ impl Server {
     /// Replaces everything the server exposes in one atomic swap, then sends every session
     /// the `list_changed` notifications for the lists that differ. Calls already running
     /// finish on the features they started with. Nothing changes when `set` is invalid.
-    pub fn replace_features(&self, set: FeatureSet) -> Result<ListChanges, BuildError> {
+    pub fn replace_features(&self, mut set: FeatureSet) -> Result<ListChanges, BuildError> {
+        // The upstreams' tools are not the configuration's: they stay across reloads.
+        if let Some(gateway) = &self.app.sessions.gateway {
+            set.tools.extend(gateway.tools());
+        }
         let features = set
             .into_features(self.app.config.pagination.page_size)
             .map_err(BuildError)?;
@@ -335,6 +345,14 @@ impl ServerBuilder {
         self
     }
 
+    /// Serves the tools of `gateway`'s upstream servers beside the others, and gives each
+    /// session its own upstream connections; shutdown stops them all.
+    pub fn gateway(mut self, gateway: Gateway) -> Self {
+        self.features.tools.extend(gateway.tools());
+        self.gateway = Some(gateway);
+        self
+    }
+
     /// Records a definition error to report from [`build`](Self::build).
     pub fn error(mut self, message: impl Into<String>) -> Self {
         self.errors.push(message.into());
@@ -376,14 +394,16 @@ impl ServerBuilder {
         let features = Arc::new(ArcSwap::from_pointee(features));
         let identity = Arc::new(ServerIdentity::new(&config));
         let (drain, shutdown) = (CancellationToken::new(), CancellationToken::new());
-        let sessions = Arc::new(SessionEnv::new(
+        let mut sessions = SessionEnv::new(
             Arc::clone(&config),
             Arc::clone(&features),
             Arc::clone(&identity),
             drain.clone(),
             shutdown.clone(),
             Arc::clone(&metrics),
-        ));
+        );
+        sessions.gateway = self.gateway.clone();
+        let sessions = Arc::new(sessions);
         let events = Arc::new(ServerEvents::new(
             vec![Arc::clone(&sessions) as Arc<dyn EventSink>],
             config.modern.listen_buffer,
@@ -402,6 +422,7 @@ impl ServerBuilder {
             drain: drain.clone(),
             shutdown: shutdown.clone(),
             metrics: Arc::clone(&metrics),
+            gateway: self.gateway,
         });
         let app = Arc::new(AppState {
             edge: EdgeLimits::new(&config),
@@ -420,70 +441,4 @@ impl ServerBuilder {
             shutdown,
         })
     }
-}
-
-/// How often a drain looks whether the last session and call have finished.
-const DRAIN_POLL: std::time::Duration = std::time::Duration::from_millis(50);
-
-/// The drain: refuse what is new, wait (at most `server.drain_timeout`) for the sessions to
-/// end and the 2026-07-28 calls to finish, then shut down whatever is left.
-async fn drain_then_shut_down(
-    app: &AppState,
-    draining: &CancellationToken,
-    shutdown: &CancellationToken,
-) {
-    let timeout = app.config.server.drain_timeout;
-    let left = || (app.sessions.registry.len(), app.modern.calls_in_flight());
-    let (sessions, calls) = left();
-    tracing::info!(
-        sessions,
-        calls,
-        timeout = %humantime::format_duration(timeout),
-        "draining: new sessions and requests get 503; existing sessions end when idle"
-    );
-    draining.cancel();
-    let drained = async {
-        while left() != (0, 0) {
-            tokio::time::sleep(DRAIN_POLL).await;
-        }
-    };
-    if tokio::time::timeout(timeout, drained).await.is_err() {
-        let (sessions, calls) = left();
-        tracing::warn!(
-            sessions,
-            calls,
-            "server.drain_timeout passed: ending what is left (requests in flight get an error)"
-        );
-    } else {
-        tracing::info!("drained: every session has ended");
-    }
-    shutdown.cancel();
-}
-
-/// Two futures: the first SIGTERM or Ctrl-C (SIGINT), and the second.
-fn signals() -> io::Result<(
-    impl Future<Output = ()> + Send + 'static,
-    impl Future<Output = ()> + Send + 'static,
-)> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut terminate = signal(SignalKind::terminate())?;
-    let mut interrupt = signal(SignalKind::interrupt())?;
-    let (first_tx, first_rx) = tokio::sync::oneshot::channel::<()>();
-    let (second_tx, second_rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(async move {
-        for tx in [first_tx, second_tx] {
-            tokio::select! {
-                _ = terminate.recv() => {}
-                _ = interrupt.recv() => {}
-            }
-            let _ = tx.send(());
-        }
-    });
-    // A dropped sender (the runtime is ending) must not read as a signal.
-    let wait = |rx: tokio::sync::oneshot::Receiver<()>| async move {
-        if rx.await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    Ok((wait(first_rx), wait(second_rx)))
 }

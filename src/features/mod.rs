@@ -220,8 +220,7 @@ impl Features {
         let tool = self
             .tool(name)
             .ok_or_else(|| RpcError::invalid_params(format!("unknown tool: {name:?}")))?;
-        let result = tool.call(ctx, arguments).await;
-        serde_json::to_value(result).map_err(|e| RpcError::internal(e.to_string()))
+        Ok(tool.call(ctx, arguments).await)
     }
 
     /// `resources/list`.

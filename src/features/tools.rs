@@ -38,6 +38,17 @@ pub type ToolFuture = BoxFuture<'static, Result<CallToolResult, ToolError>>;
 
 type ToolHandler = Arc<dyn Fn(RequestContext, Value) -> ToolFuture + Send + Sync>;
 
+/// The future of a handler that answers with the raw result object.
+pub(crate) type RawToolFuture = BoxFuture<'static, Result<Value, ToolError>>;
+
+/// How a tool answers: with a typed result, or with the result object as it came (a tool
+/// forwarded to an upstream server, whose results keep every field they had).
+#[derive(Clone)]
+enum Handler {
+    Typed(ToolHandler),
+    Raw(Arc<dyn Fn(RequestContext, Value) -> RawToolFuture + Send + Sync>),
+}
+
 /// A tool definition that is not valid.
 #[derive(Debug, thiserror::Error)]
 pub enum ToolDefinitionError {
@@ -66,8 +77,9 @@ pub enum TaskSupport {
 pub struct Tool {
     name: String,
     descriptor: Value,
-    validator: Arc<jsonschema::Validator>,
-    handler: ToolHandler,
+    /// `None` for a forwarded tool: the upstream checks its own arguments.
+    validator: Option<Arc<jsonschema::Validator>>,
+    handler: Handler,
     /// The handler calls [`RequestContext::start_task`] itself, after a synchronous
     /// (multi round-trip) phase, instead of the task starting with the call.
     starts_own_task: bool,
@@ -118,8 +130,33 @@ impl Tool {
         Ok(Tool {
             name,
             descriptor,
-            validator: Arc::new(validator),
-            handler: Arc::new(handler),
+            validator: Some(Arc::new(validator)),
+            handler: Handler::Typed(Arc::new(handler)),
+            starts_own_task: false,
+        })
+    }
+
+    /// A tool described by `descriptor` as another server gave it (its `name` already set
+    /// to the name served here), answered by `handler` with a raw result object. Arguments
+    /// are not validated here: the server that owns the schema does that.
+    pub(crate) fn forwarding<F>(descriptor: Value, handler: F) -> Result<Tool, ToolDefinitionError>
+    where
+        F: Fn(RequestContext, Value) -> RawToolFuture + Send + Sync + 'static,
+    {
+        let name = descriptor
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        validate_tool_name(&name).map_err(|reason| ToolDefinitionError::BadName {
+            name: name.clone(),
+            reason,
+        })?;
+        Ok(Tool {
+            name,
+            descriptor,
+            validator: None,
+            handler: Handler::Raw(Arc::new(handler)),
             starts_own_task: false,
         })
     }
@@ -199,10 +236,30 @@ impl Tool {
         &self.descriptor
     }
 
-    /// Validates `arguments` and runs the handler. Never a protocol error.
-    pub(crate) async fn call(&self, ctx: RequestContext, arguments: Value) -> CallToolResult {
-        let problems: Vec<String> = self
-            .validator
+    /// Validates `arguments` and runs the handler: the result object. Never a protocol
+    /// error.
+    pub(crate) async fn call(&self, ctx: RequestContext, arguments: Value) -> Value {
+        let outcome = match &self.handler {
+            Handler::Typed(handler) => self.call_typed(handler, ctx, arguments).await,
+            Handler::Raw(handler) => match handler(ctx, arguments).await {
+                Ok(result) => return result,
+                Err(e) => CallToolResult::error(e.to_string()),
+            },
+        };
+        serde_json::to_value(outcome)
+            .unwrap_or_else(|e| json!({ "content": [], "isError": true, "error": e.to_string() }))
+    }
+
+    async fn call_typed(
+        &self,
+        handler: &ToolHandler,
+        ctx: RequestContext,
+        arguments: Value,
+    ) -> CallToolResult {
+        let Some(validator) = &self.validator else {
+            return CallToolResult::error("this tool has no input schema".to_string());
+        };
+        let problems: Vec<String> = validator
             .iter_errors(&arguments)
             .map(|e| {
                 let at = e.instance_path().to_string();
@@ -220,7 +277,7 @@ impl Tool {
                 problems.join("; ")
             ));
         }
-        match (self.handler)(ctx, arguments).await {
+        match handler(ctx, arguments).await {
             Ok(result) => result,
             Err(e) => CallToolResult::error(e.to_string()),
         }

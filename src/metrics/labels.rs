@@ -140,10 +140,12 @@ pub enum Limit {
     MaxConnectionsPerIp,
     /// `auth.max_listen_streams_per_principal` (429).
     PrincipalListenStreams,
+    /// `gateway.max_children` or `max_children_per_session`: an upstream was not started.
+    MaxUpstreamChildren,
 }
 
 impl Limit {
-    pub const ALL: [Limit; 24] = [
+    pub const ALL: [Limit; 25] = [
         Limit::MaxBodyBytes,
         Limit::MaxInFlight,
         Limit::ModernMaxInFlight,
@@ -168,6 +170,7 @@ impl Limit {
         Limit::MaxBatchSize,
         Limit::MaxConnectionsPerIp,
         Limit::PrincipalListenStreams,
+        Limit::MaxUpstreamChildren,
     ];
 
     pub fn label(self) -> &'static str {
@@ -196,6 +199,7 @@ impl Limit {
             Limit::MaxBatchSize => "max_batch_size",
             Limit::MaxConnectionsPerIp => "max_connections_per_ip",
             Limit::PrincipalListenStreams => "max_listen_streams_per_principal",
+            Limit::MaxUpstreamChildren => "max_upstream_children",
         }
     }
 }

@@ -158,7 +158,11 @@ pub(crate) fn tool(
 /// The program to execute: a path with a `/` resolves against the configuration's
 /// directory and must exist; a bare name is looked up in `PATH` now, so a typo fails at
 /// load rather than at the first call.
-fn find_program(program: &str, base_dir: &Path, path_var: Option<&str>) -> Result<PathBuf, String> {
+pub(crate) fn find_program(
+    program: &str,
+    base_dir: &Path,
+    path_var: Option<&str>,
+) -> Result<PathBuf, String> {
     use std::os::unix::fs::PermissionsExt;
     let executable = |p: &Path| {
         p.metadata()

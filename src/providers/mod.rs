@@ -21,6 +21,7 @@ mod metadata;
 pub(crate) mod placeholders;
 mod process;
 pub mod prompts;
+pub mod upstream;
 pub mod watch;
 
 use std::path::{Path, PathBuf};
@@ -165,6 +166,11 @@ impl LoadedConfig {
         let provided = build(&self.config, &self.base_dir, runtime)
             .map_err(|errors| located_errors(&self.text, &self.origin, errors))?;
         Ok(self.locate_warnings(provided))
+    }
+
+    /// Errors found later (such as an upstream's tool names), located in the file.
+    pub fn locate(&self, errors: Vec<ProviderError>) -> ConfigError {
+        located_errors(&self.text, &self.origin, errors)
     }
 
     fn locate_warnings(&self, mut provided: Provided) -> Provided {

@@ -31,6 +31,7 @@ use crate::jsonrpc::{self, Message, Notification, Request, RequestId, Response, 
 use crate::log_limit::warn_limited;
 use crate::metrics::RequestTimer;
 use crate::protocol::{ClientInfo, LogLevel, ProtocolVersion, progress_token};
+use crate::providers::upstream::Scope;
 use crate::session::handle::SessionLink;
 use crate::session::pending::PendingClientRequests;
 use crate::session::streams::{Attachment, StreamId, StreamRules, Streams};
@@ -80,6 +81,8 @@ pub(super) struct SessionActor {
     idle_deadline: Instant,
     /// The server is draining: end once nothing is in flight.
     draining: bool,
+    /// This session's upstream connections, lent to its handlers; closed when it ends.
+    upstreams: Option<Arc<Scope>>,
 }
 
 impl SessionActor {
@@ -97,6 +100,10 @@ impl SessionActor {
         let rules = StreamRules::new(&env.config, version.sends_priming_event());
         let streams = Streams::new(rules, Arc::clone(&env.metrics));
         let pending = PendingClientRequests::new(Arc::clone(&env.metrics));
+        let upstreams = env
+            .gateway
+            .as_ref()
+            .and_then(|g| g.session_scope(Arc::clone(&client)));
         SessionActor {
             id,
             version,
@@ -117,6 +124,7 @@ impl SessionActor {
             last_activity: now,
             idle_deadline,
             draining: false,
+            upstreams,
         }
     }
 
@@ -314,6 +322,10 @@ impl SessionActor {
             client: Arc::clone(&self.client),
             cancel: cancel.clone(),
             link: Arc::clone(&self.link),
+            scope: self
+                .upstreams
+                .clone()
+                .map(|s| s as Arc<dyn std::any::Any + Send + Sync>),
         });
         // The task keeps the features it started with: a reload swaps `env.features`
         // for later requests, never under a running call.
@@ -432,69 +444,5 @@ impl SessionActor {
         self.cancel_client_requests_of(id, "the request that asked was cancelled");
         // No response is sent for a cancelled request (spec `cancellation.mdx`).
         self.settle(flight.stream);
-    }
-
-    // ----- time and ending -----
-
-    fn on_timer(&mut self) -> Flow {
-        let now = Instant::now();
-        for (id, entry) in self.pending.take_expired(now) {
-            let waited = self.env.config.client_requests.timeout;
-            warn_limited!(session = %self.id, request_id = %id, "server→client request timed out");
-            let _ = entry
-                .respond_to
-                .send(Err(ClientRequestError::TimedOut(waited)));
-            if entry.unsent.is_none() {
-                self.send_cancelled(
-                    entry.stream,
-                    &id,
-                    "timed out waiting for the client's answer",
-                );
-            }
-        }
-        if now >= self.idle_deadline {
-            let ttl = self.env.config.sessions.idle_ttl;
-            let busy = !self.in_flight.is_empty()
-                || !self.pending.is_empty()
-                || self.streams.any_live_connection();
-            if busy {
-                self.last_activity = now;
-            }
-            if !busy && now >= self.last_activity + ttl {
-                return Flow::Stop(Ending::Idle);
-            }
-            self.idle_deadline = self.last_activity + ttl;
-        }
-        Flow::Continue
-    }
-
-    fn end(mut self, reason: Ending) {
-        let shutting_down = self.env.shutdown.is_cancelled();
-        for (id, flight) in std::mem::take(&mut self.in_flight) {
-            flight.cancel.cancel();
-            flight.abort.abort();
-            // A deleted session's requests end unanswered: the client asked for that. On
-            // shutdown the client did not, so each request gets an error it can act on
-            // before its stream closes.
-            if shutting_down {
-                let error = RpcError::new(
-                    jsonrpc::codes::SERVER_ERROR,
-                    "the server is shutting down; this request was aborted, retry it on a new session",
-                );
-                let response = jsonrpc::encode_response(Some(&id), &Err(error));
-                self.deliver_response(flight.stream, response);
-            }
-        }
-        for entry in self.pending.drain() {
-            let _ = entry
-                .respond_to
-                .send(Err(ClientRequestError::SessionClosed));
-        }
-        self.streams.close_all();
-        // Counted before the registry lets go: a drain that sees no session left must also
-        // see every session counted as ended.
-        self.env.metrics.session_ended(reason.metric());
-        self.env.registry.remove(&self.id);
-        info!(session = %self.id, reason = reason.as_str(), "session ended");
     }
 }

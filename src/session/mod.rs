@@ -32,6 +32,7 @@ use crate::features::Features;
 use crate::jsonrpc::{self, RpcError};
 use crate::metrics::{Era, Metrics};
 use crate::protocol::{ClientInfo, ProtocolVersion};
+use crate::providers::upstream::Gateway;
 use handle::SessionHandle;
 use registry::{RegistryFull, SessionRegistry};
 use streams::ReplayError;
@@ -50,6 +51,8 @@ pub(crate) struct SessionEnv {
     /// Cancelled when the server shuts down: actors end at once, answering what they abort.
     pub shutdown: CancellationToken,
     pub metrics: Arc<Metrics>,
+    /// The upstream servers (`[[upstreams]]`); each session owns its own connections.
+    pub gateway: Option<Gateway>,
 }
 
 impl SessionEnv {
@@ -70,6 +73,7 @@ impl SessionEnv {
             drain,
             shutdown,
             metrics,
+            gateway: None,
         }
     }
 

@@ -138,6 +138,7 @@ pub(super) async fn run(
         client: Arc::clone(&client),
         cancel: cancel.clone(),
         link: Arc::clone(&link) as Arc<dyn ClientLink>,
+        scope: state.upstream_scope(&caller.key, &client),
     });
     let task_state = Arc::clone(state);
     let task_caller = caller.clone();

@@ -37,6 +37,7 @@ use crate::features::Features;
 use crate::jsonrpc::{self, Message, Request, RequestId, RpcError, codes};
 use crate::metrics::{Era, Metrics, RequestTimer};
 use crate::protocol::{MODERN_VERSION, ProtocolVersion, is_handshake_version};
+use crate::providers::upstream::Gateway;
 use envelope::RoutingFields;
 use request_state::RequestStateKey;
 use tasks::TaskStore;
@@ -67,9 +68,25 @@ pub(crate) struct ModernState {
     /// Cancelled when the server shuts down: calls answer an error, listen streams end.
     pub shutdown: CancellationToken,
     pub metrics: Arc<Metrics>,
+    /// The upstream servers; 2026-07-28 requests reach session-scoped ones through one
+    /// scope per principal.
+    pub gateway: Option<Gateway>,
 }
 
 impl ModernState {
+    /// The scope of upstream connections a request of `principal` from `client` uses.
+    pub(crate) fn upstream_scope(
+        &self,
+        principal: &Arc<str>,
+        client: &Arc<crate::protocol::ClientInfo>,
+    ) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
+        let scope = self
+            .gateway
+            .as_ref()?
+            .principal_scope(principal, Arc::clone(client))?;
+        Some(scope)
+    }
+
     /// Open `subscriptions/listen` streams.
     pub fn listen_streams(&self) -> usize {
         self.config.modern.max_listen_streams - self.listen_permits.available_permits()

@@ -1,6 +1,13 @@
 //! Why a session actor stops: the reason its log line gives, and the reason
 //! `mcp_sessions_ended_total` counts.
 
+use tokio::time::Instant;
+use tracing::info;
+
+use super::{Flow, SessionActor};
+use crate::context::ClientRequestError;
+use crate::jsonrpc::{self, RpcError};
+use crate::log_limit::warn_limited;
 use crate::metrics::SessionEnd;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,5 +41,75 @@ impl Ending {
             Ending::Idle => SessionEnd::Idle,
             Ending::Draining | Ending::ShuttingDown | Ending::NoHandle => SessionEnd::Shutdown,
         }
+    }
+}
+
+impl SessionActor {
+    // ----- time and ending -----
+
+    pub(super) fn on_timer(&mut self) -> Flow {
+        let now = Instant::now();
+        for (id, entry) in self.pending.take_expired(now) {
+            let waited = self.env.config.client_requests.timeout;
+            warn_limited!(session = %self.id, request_id = %id, "server→client request timed out");
+            let _ = entry
+                .respond_to
+                .send(Err(ClientRequestError::TimedOut(waited)));
+            if entry.unsent.is_none() {
+                self.send_cancelled(
+                    entry.stream,
+                    &id,
+                    "timed out waiting for the client's answer",
+                );
+            }
+        }
+        if now >= self.idle_deadline {
+            let ttl = self.env.config.sessions.idle_ttl;
+            let busy = !self.in_flight.is_empty()
+                || !self.pending.is_empty()
+                || self.streams.any_live_connection();
+            if busy {
+                self.last_activity = now;
+            }
+            if !busy && now >= self.last_activity + ttl {
+                return Flow::Stop(Ending::Idle);
+            }
+            self.idle_deadline = self.last_activity + ttl;
+        }
+        Flow::Continue
+    }
+
+    pub(super) fn end(mut self, reason: Ending) {
+        let shutting_down = self.env.shutdown.is_cancelled();
+        for (id, flight) in std::mem::take(&mut self.in_flight) {
+            flight.cancel.cancel();
+            flight.abort.abort();
+            // A deleted session's requests end unanswered: the client asked for that. On
+            // shutdown the client did not, so each request gets an error it can act on
+            // before its stream closes.
+            if shutting_down {
+                let error = RpcError::new(
+                    jsonrpc::codes::SERVER_ERROR,
+                    "the server is shutting down; this request was aborted, retry it on a new session",
+                );
+                let response = jsonrpc::encode_response(Some(&id), &Err(error));
+                self.deliver_response(flight.stream, response);
+            }
+        }
+        for entry in self.pending.drain() {
+            let _ = entry
+                .respond_to
+                .send(Err(ClientRequestError::SessionClosed));
+        }
+        self.streams.close_all();
+        // Its upstream connections end with it: stdin closed, then the process group stopped.
+        if let Some(upstreams) = self.upstreams.take() {
+            upstreams.close();
+        }
+        // Counted before the registry lets go: a drain that sees no session left must also
+        // see every session counted as ended.
+        self.env.metrics.session_ended(reason.metric());
+        self.env.registry.remove(&self.id);
+        info!(session = %self.id, reason = reason.as_str(), "session ended");
     }
 }

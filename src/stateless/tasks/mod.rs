@@ -150,6 +150,7 @@ fn spawn_run(state: &Arc<ModernState>, run: Run) -> AbortHandle {
                 client: Arc::clone(&call.client),
                 cancel,
                 link: Arc::clone(&link) as Arc<dyn ClientLink>,
+                scope: state.upstream_scope(&call.owner, &call.client),
             });
             let (features, metrics) = (&call.features, &state.metrics);
             let outcome =

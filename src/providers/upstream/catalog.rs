@@ -1,0 +1,179 @@
+//! What each upstream offers, read once at startup, and the tools that forward to it.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::slot::{Owner, Slot};
+use super::wire::{Ignored, UpstreamError};
+use super::{Busy, Inner, Upstream, connection_for};
+use crate::context::ClientRequestError;
+use crate::features::tools::{Tool, ToolError};
+
+/// The most pages of one list the catalog reads: an upstream that pages forever is cut off.
+const MAX_PAGES: usize = 100;
+
+/// An upstream's offer as its catalog connection saw it.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    /// Tool descriptors, as the upstream gave them.
+    pub tools: Vec<Value>,
+}
+
+/// Starts `upstream`, lists what it offers, and stops it. It declares every client
+/// capability the gateway forwards, as servers offer some tools only to clients that can
+/// answer them (elicitation, sampling, roots). An upstream that cannot be read is logged
+/// and offers nothing.
+pub(super) async fn read(gateway: &Inner, upstream: &Upstream) -> Catalog {
+    let owner = Owner {
+        closed: CancellationToken::new(),
+        children: Arc::new(tokio::sync::Semaphore::new(1)),
+    };
+    let client = super::forwarding_client();
+    let slot = Slot::default();
+    let listed = async {
+        let conn = slot
+            .connection(gateway, upstream, &client, &owner, Arc::new(Ignored))
+            .await?;
+        list_all(&conn, "tools/list", "tools", upstream).await
+    };
+    let catalog = match listed.await {
+        Ok(tools) => {
+            tracing::info!(upstream = %upstream.name, tools = tools.len(), "upstream catalog read");
+            Catalog { tools }
+        }
+        Err(e) => {
+            tracing::error!(upstream = %upstream.name, error = %e, "upstream catalog could not be read; it serves nothing until a restart");
+            Catalog::default()
+        }
+    };
+    owner.closed.cancel();
+    catalog
+}
+
+/// Every page of a list.
+async fn list_all(
+    conn: &super::wire::Connection,
+    method: &str,
+    field: &str,
+    upstream: &Upstream,
+) -> Result<Vec<Value>, UpstreamError> {
+    let mut items = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
+        let page = conn
+            .request(method, params, None, upstream.startup_timeout)
+            .await?;
+        if let Some(list) = page.get(field).and_then(Value::as_array) {
+            items.extend(list.iter().cloned());
+        }
+        match page.get("nextCursor").and_then(Value::as_str) {
+            Some(next) if !next.is_empty() => cursor = Some(next.to_string()),
+            _ => return Ok(items),
+        }
+    }
+    tracing::warn!(upstream = %upstream.name, method, "upstream list cut off after {MAX_PAGES} pages");
+    Ok(items)
+}
+
+/// The tools of every upstream, renamed with their prefix and filtered by `tools`.
+pub(super) fn tools(gateway: &Arc<Inner>) -> Vec<Tool> {
+    let mut tools = Vec::new();
+    for (upstream, catalog) in gateway.upstreams.iter().zip(&gateway.catalogs) {
+        for descriptor in &catalog.tools {
+            let Some(name) = descriptor.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            if !upstream.tools.admits(name) {
+                continue;
+            }
+            let mut served = descriptor.clone();
+            served["name"] = json!(format!("{}{name}", upstream.prefix));
+            let (gateway, index, name) = (Arc::clone(gateway), upstream.index, name.to_string());
+            let tool = Tool::forwarding(served, move |ctx, arguments| {
+                let (gateway, name) = (Arc::clone(&gateway), name.clone());
+                Box::pin(async move { call(&gateway, index, &name, ctx, arguments).await })
+            });
+            match tool {
+                Ok(tool) => tools.push(tool),
+                Err(e) => {
+                    tracing::warn!(upstream = %upstream.name, error = %e, "upstream tool left out")
+                }
+            }
+        }
+    }
+    tools
+}
+
+/// Served names that are already taken (`taken`) or that two upstreams share: each as
+/// (the upstream's key, the message).
+pub(super) fn clashes(gateway: &Inner, taken: &[&str]) -> Vec<(String, String)> {
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut errors = Vec::new();
+    for (upstream, catalog) in gateway.upstreams.iter().zip(&gateway.catalogs) {
+        let key = if upstream.prefix.is_empty() {
+            "prefix"
+        } else {
+            "name"
+        };
+        let key = format!("upstreams[{}].{key}", upstream.index);
+        let names = catalog
+            .tools
+            .iter()
+            .filter_map(|d| d.get("name").and_then(Value::as_str))
+            .filter(|name| upstream.tools.admits(name));
+        for name in names {
+            let served = format!("{}{name}", upstream.prefix);
+            if taken.contains(&served.as_str()) {
+                errors.push((key.clone(), format!(
+                    "the upstream's tool {name:?} would be served as {served:?}, which a [[tools]] entry already names; set `prefix`, or leave it out with `tools.deny`"
+                )));
+            } else if let Some(other) = seen.insert(served.clone(), upstream.index) {
+                if other != upstream.index {
+                    errors.push((key.clone(), format!(
+                        "the upstream's tool {name:?} would be served as {served:?}, as a tool of upstreams[{other}] is; give one of them another `prefix`"
+                    )));
+                }
+            }
+        }
+    }
+    errors
+}
+
+/// Forwards one `tools/call`.
+async fn call(
+    gateway: &Arc<Inner>,
+    index: usize,
+    name: &str,
+    ctx: crate::context::RequestContext,
+    arguments: Value,
+) -> Result<Value, ToolError> {
+    let upstream = &gateway.upstreams[index];
+    let failed = |e: UpstreamError| match e {
+        UpstreamError::InputRequired => ToolError::Client(ClientRequestError::InputRequired),
+        UpstreamError::Rpc(error) => ToolError::msg(format!(
+            "upstream {} refused the call: {} (code {})",
+            upstream.name, error.message, error.code
+        )),
+        UpstreamError::Closed(tail) => ToolError::msg(format!(
+            "upstream {} ended during the call{tail}",
+            upstream.name
+        )),
+        other => ToolError::msg(format!("upstream {}: {other}", upstream.name)),
+    };
+    let (conn, scope) = connection_for(gateway, upstream, &ctx)
+        .await
+        .map_err(failed)?;
+    let _busy = scope.as_deref().map(Busy::new);
+    let params = json!({ "name": name, "arguments": arguments });
+    conn.request(
+        "tools/call",
+        Some(params),
+        Some(&ctx),
+        upstream.call_timeout,
+    )
+    .await
+    .map_err(failed)
+}

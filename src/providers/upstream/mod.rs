@@ -1,0 +1,438 @@
+//! The gateway: MCP servers configured as `[[upstreams]]`, whose tools are served beside
+//! this server's own under a prefix (`fs__read_file`), with calls forwarded to them.
+//!
+//! **Who owns a connection.** An upstream with `scope = "session"` gets one connection per
+//! client session, started on the session's first call to it and owned by that session's
+//! actor (through a [`Scope`] the actor holds and lends its handlers): when the session
+//! ends, by DELETE, idle timeout, drain or shutdown, the connection and its processes end
+//! too. 2026-07-28 requests have no session, so they share one [`Scope`] per principal,
+//! which ends after `gateway.principal_idle_ttl` without a call. `scope = "shared"` keeps
+//! one connection for the whole server.
+//!
+//! **What is served.** At startup each upstream is started once with no client
+//! capabilities, its tools are listed, and the connection is closed: the catalog. Its tools
+//! join the feature set under their prefix, so lists, pagination and `server/discover` show
+//! them like any other, and a name that clashes with another tool is a configuration
+//! error at the upstream's line. An upstream that cannot be reached at startup serves no
+//! tools and is logged; a restart picks it up.
+//!
+//! **The server-wide state** here: the resolved upstream definitions and their catalogs
+//! (fixed after startup), the shared connections, the principals' scopes, the count of
+//! upstream processes (`gateway.max_children`), and the tasks that stop processes, which
+//! shutdown waits for.
+
+mod catalog;
+mod child;
+mod slot;
+pub mod supervisor;
+mod wire;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use dashmap::DashMap;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+pub use catalog::Catalog;
+use child::ChildSpec;
+use slot::{Owner, Slot};
+pub use wire::UpstreamError;
+use wire::{Connection, Ignored};
+
+use crate::config::Config;
+use crate::config::upstreams::{GatewaySection, NameFilter, UpstreamConfig, UpstreamScope};
+use crate::features::tools::Tool;
+use crate::metrics::Metrics;
+use crate::protocol::ClientInfo;
+
+use super::ProviderError;
+use super::placeholders::expand_env;
+
+/// How an upstream is reached.
+#[derive(Debug, Clone)]
+pub(crate) enum Transport {
+    Stdio(ChildSpec),
+}
+
+/// One configured upstream, resolved: program found, `${ENV}` expanded.
+#[derive(Debug)]
+pub(crate) struct Upstream {
+    pub index: usize,
+    pub name: String,
+    /// `fs__`, or `""`.
+    pub prefix: String,
+    pub scope: UpstreamScope,
+    pub tools: NameFilter,
+    pub transport: Transport,
+    pub startup_timeout: Duration,
+    pub call_timeout: Duration,
+}
+
+pub(crate) struct Inner {
+    pub config: GatewaySection,
+    pub upstreams: Vec<Upstream>,
+    /// `gateway.max_children`.
+    pub children: Arc<Semaphore>,
+    /// The tasks that watch and stop upstream processes; shutdown waits for them.
+    pub tracker: TaskTracker,
+    pub metrics: Arc<Metrics>,
+    /// Cancelled at shutdown: every connection ends.
+    pub closed: CancellationToken,
+    /// Connections of `scope = "shared"` upstreams, by upstream index.
+    shared: Vec<Slot>,
+    shared_owner: Owner,
+    /// 2026-07-28 requests' connections, one scope per principal.
+    principals: DashMap<Arc<str>, Arc<Scope>>,
+    catalogs: Vec<Catalog>,
+}
+
+/// The upstreams of a server. Cheap to clone.
+#[derive(Clone)]
+pub struct Gateway {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("upstreams", &self.inner.upstreams.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Gateway {
+    /// Resolves `config.upstreams` (programs found against `base_dir` and `PATH`, `${ENV}`
+    /// expanded) and reads each upstream's catalog. `supervisor` is the binary that runs
+    /// [`supervisor::supervise`] (the `mcp-actor` binary itself); without one, processes are
+    /// stopped by the server alone and a server killed with SIGKILL leaves them running.
+    /// Errors name their keys (`upstreams[0].command`).
+    pub async fn start(
+        config: &Config,
+        base_dir: &Path,
+        supervisor: Option<PathBuf>,
+        metrics: Arc<Metrics>,
+    ) -> Result<Gateway, Vec<ProviderError>> {
+        let mut upstreams = Vec::new();
+        let mut errors = Vec::new();
+        for (index, entry) in config.upstreams.iter().enumerate() {
+            match resolve(index, entry, &config.gateway, base_dir, supervisor.clone()) {
+                Ok(upstream) => upstreams.push(upstream),
+                Err(mut e) => errors.append(&mut e),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let gateway = &config.gateway;
+        let closed = CancellationToken::new();
+        let mut inner = Inner {
+            config: gateway.clone(),
+            children: Arc::new(Semaphore::new(gateway.max_children)),
+            tracker: TaskTracker::new(),
+            metrics,
+            shared: upstreams.iter().map(|_| Slot::default()).collect(),
+            shared_owner: Owner {
+                closed: closed.clone(),
+                children: Arc::new(Semaphore::new(gateway.max_children)),
+            },
+            closed,
+            principals: DashMap::new(),
+            catalogs: Vec::new(),
+            upstreams,
+        };
+        let probes = inner.upstreams.iter().map(|u| catalog::read(&inner, u));
+        inner.catalogs = futures_util::future::join_all(probes).await;
+        let inner = Arc::new(inner);
+        if !inner.upstreams.is_empty() {
+            tokio::spawn(sweep_principals(Arc::downgrade(&inner)));
+        }
+        Ok(Gateway { inner })
+    }
+
+    /// Whether any upstream is configured.
+    pub fn is_empty(&self) -> bool {
+        self.inner.upstreams.is_empty()
+    }
+
+    /// The upstreams' tools, named as they are served here.
+    pub fn tools(&self) -> Vec<Tool> {
+        catalog::tools(&self.inner)
+    }
+
+    /// Errors for upstream tools whose served names clash with `taken` (the other tools'
+    /// names) or with each other's, keyed at the upstream's entry.
+    pub fn clashes(&self, taken: &[&str]) -> Vec<ProviderError> {
+        catalog::clashes(&self.inner, taken)
+    }
+
+    /// The scope of a new session, when some upstream is session-scoped.
+    pub fn session_scope(&self, client: Arc<ClientInfo>) -> Option<Arc<Scope>> {
+        self.has_session_scoped()
+            .then(|| Arc::new(Scope::new(&self.inner, client)))
+    }
+
+    /// The scope 2026-07-28 requests of `principal` share, when some upstream is
+    /// session-scoped. `client` is mirrored to connections this request starts.
+    pub fn principal_scope(
+        &self,
+        principal: &Arc<str>,
+        client: Arc<ClientInfo>,
+    ) -> Option<Arc<Scope>> {
+        if !self.has_session_scoped() {
+            return None;
+        }
+        let scope = self
+            .inner
+            .principals
+            .entry(Arc::clone(principal))
+            .or_insert_with(|| Arc::new(Scope::new(&self.inner, client)))
+            .clone();
+        scope.touch();
+        Some(scope)
+    }
+
+    fn has_session_scoped(&self) -> bool {
+        self.inner
+            .upstreams
+            .iter()
+            .any(|u| u.scope == UpstreamScope::Session)
+    }
+
+    /// Ends every connection and waits, up to `limit`, for their processes to be gone.
+    pub async fn shutdown(&self, limit: Duration) {
+        self.inner.closed.cancel();
+        for scope in self.inner.principals.iter() {
+            scope.close();
+        }
+        self.inner.principals.clear();
+        self.inner.tracker.close();
+        if tokio::time::timeout(limit, self.inner.tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("upstream processes still stopping at shutdown");
+        }
+    }
+}
+
+/// Closes principals' scopes that have been idle for `gateway.principal_idle_ttl`.
+async fn sweep_principals(gateway: std::sync::Weak<Inner>) {
+    loop {
+        let Some(inner) = gateway.upgrade() else {
+            return;
+        };
+        let ttl = inner.config.principal_idle_ttl;
+        let closed = inner.closed.clone();
+        inner.principals.retain(|_, scope| {
+            let keep = !scope.idle_for(ttl);
+            if !keep {
+                scope.close();
+            }
+            keep
+        });
+        drop(inner);
+        tokio::select! {
+            () = tokio::time::sleep((ttl / 4).max(Duration::from_secs(1))) => {}
+            () = closed.cancelled() => return,
+        }
+    }
+}
+
+/// The connections one owner (a session, or a principal's 2026-07-28 requests) holds to
+/// session-scoped upstreams. Closing it, or dropping its last handle, stops them.
+pub struct Scope {
+    gateway: Arc<Inner>,
+    client: Arc<ClientInfo>,
+    slots: Vec<Slot>,
+    owner: Owner,
+    /// Calls running now, and when the last one ended (ms since `born`).
+    busy: std::sync::atomic::AtomicUsize,
+    last_used: std::sync::atomic::AtomicU64,
+    born: tokio::time::Instant,
+}
+
+impl Scope {
+    fn new(gateway: &Arc<Inner>, client: Arc<ClientInfo>) -> Scope {
+        Scope {
+            gateway: Arc::clone(gateway),
+            client,
+            slots: gateway.upstreams.iter().map(|_| Slot::default()).collect(),
+            owner: Owner {
+                closed: gateway.closed.child_token(),
+                children: Arc::new(Semaphore::new(gateway.config.max_children_per_session)),
+            },
+            busy: 0.into(),
+            last_used: 0.into(),
+            born: tokio::time::Instant::now(),
+        }
+    }
+
+    /// Stops every connection of this scope.
+    pub fn close(&self) {
+        self.owner.closed.cancel();
+    }
+
+    fn touch(&self) {
+        let now = self.born.elapsed().as_millis() as u64;
+        self.last_used
+            .store(now, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn idle_for(&self, ttl: Duration) -> bool {
+        let last = self.last_used.load(std::sync::atomic::Ordering::Relaxed);
+        self.busy.load(std::sync::atomic::Ordering::Relaxed) == 0
+            && self.born.elapsed().as_millis() as u64 >= last + ttl.as_millis() as u64
+    }
+
+    async fn connection(&self, upstream: &Upstream) -> Result<Connection, UpstreamError> {
+        let slot = &self.slots[upstream.index];
+        slot.connection(
+            &self.gateway,
+            upstream,
+            &self.client,
+            &self.owner,
+            Arc::new(Ignored),
+        )
+        .await
+    }
+}
+
+impl Drop for Scope {
+    fn drop(&mut self) {
+        self.owner.closed.cancel();
+    }
+}
+
+/// A call counted as running in its scope, so an idle sweep leaves the scope alone.
+struct Busy<'a>(&'a Scope);
+
+impl<'a> Busy<'a> {
+    fn new(scope: &'a Scope) -> Self {
+        scope
+            .busy
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Busy(scope)
+    }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0
+            .busy
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+fn resolve(
+    index: usize,
+    entry: &UpstreamConfig,
+    gateway: &GatewaySection,
+    base_dir: &Path,
+    supervisor: Option<PathBuf>,
+) -> Result<Upstream, Vec<ProviderError>> {
+    let key = |k: &str| format!("upstreams[{index}].{k}");
+    let mut errors = Vec::new();
+    let transport = match &entry.command {
+        Some(argv) => {
+            let path_var = std::env::var("PATH").ok();
+            let program = argv.first().map(String::as_str).unwrap_or_default();
+            let program = super::command::find_program(program, base_dir, path_var.as_deref())
+                .map_err(|e| errors.push((key("command"), e)))
+                .unwrap_or_default();
+            let mut env = Vec::new();
+            for (name, value) in &entry.env {
+                match expand_env(value) {
+                    Ok(v) => env.push((name.clone(), v)),
+                    Err(e) => errors.push((key(&format!("env.{name}")), e)),
+                }
+            }
+            let cwd = match &entry.cwd {
+                Some(dir) => base_dir.join(dir),
+                None => base_dir.to_path_buf(),
+            };
+            if !cwd.is_dir() {
+                errors.push((key("cwd"), format!("{} is not a directory", cwd.display())));
+            }
+            Transport::Stdio(ChildSpec {
+                program,
+                args: argv.iter().skip(1).cloned().collect(),
+                env,
+                env_clear: entry.env_clear,
+                cwd,
+                supervisor,
+                grace: gateway.shutdown_grace,
+                stderr_lines: gateway.stderr_lines,
+                max_message_bytes: gateway.max_message_bytes,
+            })
+        }
+        None => {
+            errors.push((
+                key("url"),
+                "Streamable HTTP upstreams are not served by this build yet".into(),
+            ));
+            return Err(errors);
+        }
+    };
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(Upstream {
+        index,
+        name: entry.name.clone(),
+        prefix: entry.name_prefix(),
+        scope: entry.scope,
+        tools: entry.tools.clone(),
+        transport,
+        startup_timeout: entry.startup_timeout,
+        call_timeout: entry.call_timeout,
+    })
+}
+
+/// A client that declares every capability the gateway forwards.
+fn forwarding_client() -> ClientInfo {
+    ClientInfo {
+        implementation: serde_json::Value::Null,
+        capabilities: serde_json::json!({ "elicitation": {}, "sampling": {}, "roots": {} }),
+        protocol_version: None,
+    }
+}
+
+/// The connection a call to `upstream` uses, from the context's scope or the shared slot.
+async fn connection_for(
+    gateway: &Arc<Inner>,
+    upstream: &Upstream,
+    ctx: &crate::context::RequestContext,
+) -> Result<(Connection, Option<Arc<Scope>>), UpstreamError> {
+    match upstream.scope {
+        UpstreamScope::Shared => {
+            let slot = &gateway.shared[upstream.index];
+            // One connection serves every client, so it declares all that the gateway can
+            // forward; each request is still checked against its own client when it comes.
+            let client = forwarding_client();
+            let conn = slot
+                .connection(
+                    gateway,
+                    upstream,
+                    &client,
+                    &gateway.shared_owner,
+                    Arc::new(Ignored),
+                )
+                .await?;
+            Ok((conn, None))
+        }
+        UpstreamScope::Session => {
+            let Some(scope) = ctx.scope::<Scope>() else {
+                return Err(UpstreamError::Unavailable(format!(
+                    "upstream {} is per session, and this request has no session scope",
+                    upstream.name
+                )));
+            };
+            let conn = scope.connection(upstream).await?;
+            Ok((conn, Some(scope)))
+        }
+    }
+}

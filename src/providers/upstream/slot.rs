@@ -1,0 +1,217 @@
+//! One upstream connection slot: started on first use, restarted with backoff after the
+//! upstream exits, stopped when its owner (a session, a principal's scope, the server)
+//! closes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::wire::{Connection, Events, UpstreamError};
+use super::{Inner, Transport, Upstream, child};
+use crate::protocol::ClientInfo;
+
+/// The handshake revisions an upstream may answer `initialize` with.
+const KNOWN_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+#[derive(Default)]
+struct State {
+    live: Option<Live>,
+    /// Failed starts or crashes in a row, for the backoff.
+    failures: u32,
+    retry_at: Option<Instant>,
+    /// Connections started so far; every one after the first is a restart.
+    starts: u64,
+}
+
+struct Live {
+    conn: Connection,
+    _permits: (OwnedSemaphorePermit, OwnedSemaphorePermit),
+}
+
+/// Where one upstream's connection for one owner lives.
+#[derive(Default)]
+pub(crate) struct Slot {
+    state: Mutex<State>,
+}
+
+impl Slot {
+    /// The live connection, started (or restarted, after the backoff) when there is none.
+    pub async fn connection(
+        &self,
+        gateway: &Inner,
+        upstream: &Upstream,
+        client: &ClientInfo,
+        owner: &Owner,
+        events: Arc<dyn Events>,
+    ) -> Result<Connection, UpstreamError> {
+        let mut state = self.state.lock().await;
+        if let Some(live) = &state.live {
+            if !live.conn.is_closed() {
+                return Ok(live.conn.clone());
+            }
+            // It ended by itself: a crash, counted for the backoff.
+            state.live = None;
+            state.failures += 1;
+            state.retry_at = Some(Instant::now() + backoff(&gateway.config, state.failures));
+        }
+        if owner.closed.is_cancelled() {
+            return Err(UpstreamError::Unavailable(
+                "the session that owned this upstream connection has ended".into(),
+            ));
+        }
+        if let Some(at) = state.retry_at {
+            tokio::time::sleep_until(at).await;
+        }
+        let permits = take_permits(gateway, owner, &upstream.name)?;
+        state.starts += 1;
+        if state.starts > 1 {
+            tracing::info!(upstream = %upstream.name, restarts = state.starts - 1, "restarting upstream");
+            gateway.metrics.upstream_restarted();
+        }
+        match start(gateway, upstream, client, owner, events).await {
+            Ok(conn) => {
+                state.failures = 0;
+                state.retry_at = None;
+                state.live = Some(Live {
+                    conn: conn.clone(),
+                    _permits: permits,
+                });
+                Ok(conn)
+            }
+            Err(e) => {
+                state.failures += 1;
+                state.retry_at = Some(Instant::now() + backoff(&gateway.config, state.failures));
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Who owns a set of slots: their lifetime, and their share of `gateway.max_children_per_session`.
+pub(crate) struct Owner {
+    pub closed: CancellationToken,
+    pub children: Arc<Semaphore>,
+}
+
+fn backoff(config: &crate::config::upstreams::GatewaySection, failures: u32) -> Duration {
+    let factor = 2u32.saturating_pow(failures.saturating_sub(1).min(16));
+    config
+        .restart_backoff
+        .saturating_mul(factor)
+        .min(config.restart_backoff_max)
+}
+
+fn take_permits(
+    gateway: &Inner,
+    owner: &Owner,
+    upstream: &str,
+) -> Result<(OwnedSemaphorePermit, OwnedSemaphorePermit), UpstreamError> {
+    let Ok(server) = Arc::clone(&gateway.children).try_acquire_owned() else {
+        crate::log_limit::warn_limited!(
+            upstream,
+            "upstream not started: gateway.max_children reached"
+        );
+        gateway
+            .metrics
+            .limit_hit(crate::metrics::Limit::MaxUpstreamChildren);
+        return Err(UpstreamError::Unavailable(format!(
+            "upstream {upstream} cannot start: the server already runs {} upstream processes \
+             (gateway.max_children); retry later",
+            gateway.config.max_children
+        )));
+    };
+    let Ok(own) = Arc::clone(&owner.children).try_acquire_owned() else {
+        gateway
+            .metrics
+            .limit_hit(crate::metrics::Limit::MaxUpstreamChildren);
+        return Err(UpstreamError::Unavailable(format!(
+            "upstream {upstream} cannot start: this session already holds {} upstream \
+             connections (gateway.max_children_per_session)",
+            gateway.config.max_children_per_session
+        )));
+    };
+    Ok((server, own))
+}
+
+/// Starts a connection and runs the `initialize` handshake, mirroring the client's
+/// capabilities so the upstream asks only what the client can answer.
+async fn start(
+    gateway: &Inner,
+    upstream: &Upstream,
+    client: &ClientInfo,
+    owner: &Owner,
+    events: Arc<dyn Events>,
+) -> Result<Connection, UpstreamError> {
+    let name = &upstream.name;
+    let stop = owner.closed.child_token();
+    let conn = match &upstream.transport {
+        Transport::Stdio(spec) => {
+            let (mut process, io) = child::spawn(name, spec).map_err(|e| {
+                UpstreamError::Unavailable(format!("upstream {name} cannot start: {e}"))
+            })?;
+            let tail = Arc::clone(&process.tail);
+            let conn = Connection::start(io, events, move || tail.describe());
+            let (watched, stopping, upstream_name) = (conn.clone(), stop.clone(), name.clone());
+            let metrics = Arc::clone(&gateway.metrics);
+            gateway.tracker.spawn(async move {
+                let _running = metrics.upstream_process_running();
+                let exited = tokio::select! {
+                    status = process.exited() => Some(status),
+                    () = stopping.cancelled() => None,
+                };
+                if let Some(status) = exited {
+                    tracing::warn!(upstream = %upstream_name, %status, "upstream exited{}", process.tail.describe());
+                }
+                watched.close();
+                process.stop().await;
+            });
+            conn
+        }
+    };
+    let params = json!({
+        "protocolVersion": KNOWN_VERSIONS[0],
+        "capabilities": mirrored_capabilities(&client.capabilities),
+        "clientInfo": { "name": "mcp-actor", "version": env!("CARGO_PKG_VERSION") },
+    });
+    let initialized = conn
+        .request("initialize", Some(params), None, upstream.startup_timeout)
+        .await
+        .and_then(|result| {
+            let version = result.get("protocolVersion").and_then(Value::as_str);
+            match version {
+                Some(v) if KNOWN_VERSIONS.contains(&v) => Ok(result),
+                other => Err(UpstreamError::Unavailable(format!(
+                    "it answered initialize with protocol version {other:?}, which this gateway does not speak"
+                ))),
+            }
+        });
+    match initialized {
+        Ok(_) => {
+            conn.notify("notifications/initialized", None).await;
+            tracing::debug!(upstream = %name, "upstream initialized");
+            Ok(conn)
+        }
+        Err(e) => {
+            conn.close();
+            stop.cancel();
+            Err(UpstreamError::Unavailable(format!(
+                "upstream {name} did not initialize: {e}"
+            )))
+        }
+    }
+}
+
+/// The client capabilities an upstream may rely on: the ones the gateway forwards.
+fn mirrored_capabilities(declared: &Value) -> Value {
+    let mut mirrored = serde_json::Map::new();
+    for key in ["roots", "sampling", "elicitation"] {
+        if let Some(value) = declared.get(key).filter(|v| v.is_object()) {
+            mirrored.insert(key.into(), value.clone());
+        }
+    }
+    Value::Object(mirrored)
+}

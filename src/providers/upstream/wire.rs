@@ -1,0 +1,475 @@
+//! One JSON-RPC connection to an upstream MCP server, as its client.
+//!
+//! The connection is a task that owns everything about it: the requests awaiting an answer
+//! and which client request each one serves. Callers send it [`Command`]s and await a
+//! `oneshot`; nothing else touches its state.
+//!
+//! Messages are kept as raw JSON: a forwarded result or request reaches the other side with
+//! every field it had, including fields this server does not know.
+//!
+//! What the upstream sends besides answers is routed by the client request it concerns:
+//! - `notifications/progress` carries the progress token this connection put on the
+//!   request (the request's own id), so it goes to exactly that call;
+//! - `notifications/message` and the upstream's own requests (elicitation, sampling,
+//!   roots) carry no such link on stdio, so they go to the most recent call still in
+//!   flight on this connection; with none, a log message is dropped and a request refused.
+//! - `*/list_changed` and `resources/updated` go to the connection's [`Events`] hook.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::context::{ClientRequestError, RequestContext};
+use crate::jsonrpc::{self, Message, RequestId, RpcError, codes};
+use crate::protocol::LogLevel;
+
+/// Why a request to the upstream got no result.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum UpstreamError {
+    /// The upstream answered with a JSON-RPC error: passed on as it is.
+    #[error("{0}")]
+    Rpc(RpcError),
+    /// The connection ended (the process exited, the pipe broke) before the answer.
+    #[error("the upstream connection closed before it answered{0}")]
+    Closed(String),
+    #[error("the upstream did not answer within {0:?}; the request was cancelled upstream")]
+    TimedOut(Duration),
+    #[error("the request was cancelled")]
+    Cancelled,
+    /// The upstream needs the client's input, and this client answers with a 2026-07-28
+    /// `input_required` result: the call ends here and is retried with the answer.
+    #[error("the client's input is required")]
+    InputRequired,
+    /// The upstream could not be started or initialized.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// What the connection tells its owner about the upstream as a whole.
+pub(crate) trait Events: Send + Sync + 'static {
+    /// `notifications/tools/list_changed` and its kin, by method.
+    fn list_changed(&self, method: &str);
+    /// `notifications/resources/updated`.
+    fn resource_updated(&self, params: Value);
+}
+
+/// Events nobody listens to: a probe connection.
+pub(crate) struct Ignored;
+
+impl Events for Ignored {
+    fn list_changed(&self, _: &str) {}
+    fn resource_updated(&self, _: Value) {}
+}
+
+enum Command {
+    Request {
+        id: i64,
+        line: Bytes,
+        ctx: Option<RequestContext>,
+        reply: oneshot::Sender<Result<Value, UpstreamError>>,
+    },
+    /// The caller stopped waiting: forget the request and tell the upstream.
+    Abandon {
+        id: i64,
+        reason: &'static str,
+    },
+    Notify(Bytes),
+    /// The client of `origin` must answer with `input_required` (2026-07-28): its calls on
+    /// this connection end with [`UpstreamError::InputRequired`] and are cancelled upstream.
+    NeedsInput {
+        origin: RequestId,
+    },
+}
+
+/// A handle on the connection task. Cheap to clone; the task ends when it is closed, when
+/// the upstream's output ends, or when the last handle is dropped.
+#[derive(Clone)]
+pub(crate) struct Connection {
+    tx: mpsc::Sender<Command>,
+    next_id: Arc<AtomicI64>,
+    closed: CancellationToken,
+    /// Why the connection ended, with the upstream's last stderr lines; set once.
+    ending: Arc<std::sync::OnceLock<String>>,
+}
+
+/// The two directions of a transport: lines to send, and messages received.
+pub(crate) struct Io<W, R> {
+    pub sink: W,
+    pub source: R,
+}
+
+impl Connection {
+    /// Starts the connection task over `io`. `describe_end` says why the upstream's output
+    /// ended (an exit status, the last stderr lines), for the errors of calls in flight.
+    pub fn start<W, R>(
+        io: Io<W, R>,
+        events: Arc<dyn Events>,
+        describe_end: impl FnOnce() -> String + Send + 'static,
+    ) -> Connection
+    where
+        W: futures_util::Sink<Bytes, Error = std::io::Error> + Send + Unpin + 'static,
+        R: futures_util::Stream<Item = std::io::Result<Bytes>> + Send + Unpin + 'static,
+    {
+        let (tx, rx) = mpsc::channel(256);
+        let (out_tx, out_rx) = mpsc::channel::<Bytes>(256);
+        let closed = CancellationToken::new();
+        let ending = Arc::new(std::sync::OnceLock::new());
+        let task = Task {
+            self_tx: tx.downgrade(),
+            rx,
+            out: out_tx,
+            pending: HashMap::new(),
+            events,
+            closed: closed.clone(),
+        };
+        tokio::spawn(write_lines(io.sink, out_rx, closed.clone()));
+        let end = Arc::clone(&ending);
+        tokio::spawn(async move {
+            task.run(io.source).await;
+            let _ = end.set(describe_end());
+        });
+        Connection {
+            tx,
+            next_id: Arc::new(AtomicI64::new(1)),
+            closed,
+            ending,
+        }
+    }
+
+    /// Whether the connection has ended.
+    pub fn is_closed(&self) -> bool {
+        self.closed.is_cancelled()
+    }
+
+    /// Ends the connection: requests in flight get [`UpstreamError::Closed`].
+    pub fn close(&self) {
+        self.closed.cancel();
+    }
+
+    fn closed_error(&self) -> UpstreamError {
+        UpstreamError::Closed(self.ending.get().cloned().unwrap_or_default())
+    }
+
+    /// Sends a request and waits for its result, for at most `timeout`. With `ctx`, the
+    /// request serves that client request: its progress and the upstream's requests reach
+    /// that client, and its cancellation cancels this request upstream.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        ctx: Option<&RequestContext>,
+        timeout: Duration,
+    ) -> Result<Value, UpstreamError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut params = params;
+        if ctx.is_some_and(RequestContext::wants_progress) {
+            // The request's own id is its progress token: unique on this connection.
+            let p = params.get_or_insert_with(|| json!({}));
+            if let Some(object) = p.as_object_mut() {
+                let meta = object.entry("_meta").or_insert_with(|| json!({}));
+                if let Some(meta) = meta.as_object_mut() {
+                    meta.insert("progressToken".into(), json!(id));
+                }
+            }
+        }
+        let line = jsonrpc::encode_request(&RequestId::Number(id), method, params.as_ref());
+        let (reply, answer) = oneshot::channel();
+        let command = Command::Request {
+            id,
+            line,
+            ctx: ctx.cloned(),
+            reply,
+        };
+        if self.tx.send(command).await.is_err() {
+            return Err(self.closed_error());
+        }
+        let cancelled = async {
+            match ctx {
+                Some(ctx) => ctx.cancellation().cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            answer = answer => match answer {
+                Ok(Err(UpstreamError::Closed(_))) | Err(_) => Err(self.closed_error()),
+                Ok(outcome) => outcome,
+            },
+            () = tokio::time::sleep(timeout) => {
+                self.abandon(id, "timed out").await;
+                Err(UpstreamError::TimedOut(timeout))
+            }
+            () = cancelled => {
+                self.abandon(id, "cancelled by the client").await;
+                Err(UpstreamError::Cancelled)
+            }
+        }
+    }
+
+    /// Gives up on request `id`; the upstream gets `notifications/cancelled`.
+    pub async fn abandon(&self, id: i64, reason: &'static str) {
+        let _ = self.tx.send(Command::Abandon { id, reason }).await;
+    }
+
+    /// Sends a notification.
+    pub async fn notify(&self, method: &str, params: Option<&Value>) {
+        let line = jsonrpc::encode_notification(method, params);
+        let _ = self.tx.send(Command::Notify(line)).await;
+    }
+}
+
+/// Writes each line, newline-terminated, until the connection ends.
+async fn write_lines<W>(mut sink: W, mut lines: mpsc::Receiver<Bytes>, closed: CancellationToken)
+where
+    W: futures_util::Sink<Bytes, Error = std::io::Error> + Unpin,
+{
+    loop {
+        tokio::select! {
+            line = lines.recv() => {
+                let Some(line) = line else { break };
+                if let Err(e) = sink.send(line).await {
+                    tracing::debug!(error = %e, "upstream input closed");
+                    break;
+                }
+            }
+            () = closed.cancelled() => break,
+        }
+    }
+    let _ = sink.close().await;
+    closed.cancel();
+}
+
+struct Waiting {
+    ctx: Option<RequestContext>,
+    reply: oneshot::Sender<Result<Value, UpstreamError>>,
+}
+
+struct Task {
+    self_tx: mpsc::WeakSender<Command>,
+    rx: mpsc::Receiver<Command>,
+    out: mpsc::Sender<Bytes>,
+    /// Requests sent and not yet answered, by id; ids grow, so the largest id with a
+    /// context is the most recent call.
+    pending: HashMap<i64, Waiting>,
+    events: Arc<dyn Events>,
+    closed: CancellationToken,
+}
+
+impl Task {
+    async fn run<R>(mut self, mut source: R)
+    where
+        R: futures_util::Stream<Item = std::io::Result<Bytes>> + Unpin,
+    {
+        loop {
+            tokio::select! {
+                command = self.rx.recv() => match command {
+                    Some(command) => self.on_command(command).await,
+                    None => break,
+                },
+                message = source.next() => match message {
+                    Some(Ok(bytes)) => self.on_message(&bytes).await,
+                    Some(Err(e)) => {
+                        tracing::debug!(error = %e, "upstream output ended with an error");
+                        break;
+                    }
+                    None => break,
+                },
+                () = self.closed.cancelled() => break,
+            }
+        }
+        self.closed.cancel();
+        // Every waiter learns the connection closed; `Connection::request` adds the cause.
+        for (_, waiting) in self.pending.drain() {
+            let _ = waiting
+                .reply
+                .send(Err(UpstreamError::Closed(String::new())));
+        }
+    }
+
+    async fn on_command(&mut self, command: Command) {
+        match command {
+            Command::Request {
+                id,
+                line,
+                ctx,
+                reply,
+            } => {
+                if self.out.send(line).await.is_err() {
+                    let _ = reply.send(Err(UpstreamError::Closed(String::new())));
+                    return;
+                }
+                self.pending.insert(id, Waiting { ctx, reply });
+            }
+            Command::Abandon { id, reason } => {
+                if self.pending.remove(&id).is_some() {
+                    let params = json!({ "requestId": id, "reason": reason });
+                    let line =
+                        jsonrpc::encode_notification("notifications/cancelled", Some(&params));
+                    let _ = self.out.send(line).await;
+                }
+            }
+            Command::Notify(line) => {
+                let _ = self.out.send(line).await;
+            }
+            Command::NeedsInput { origin } => {
+                let ids: Vec<i64> = self
+                    .pending
+                    .iter()
+                    .filter(|(_, w)| w.ctx.as_ref().is_some_and(|c| *c.request_id() == origin))
+                    .map(|(id, _)| *id)
+                    .collect();
+                for id in ids {
+                    if let Some(waiting) = self.pending.remove(&id) {
+                        let _ = waiting.reply.send(Err(UpstreamError::InputRequired));
+                        let params =
+                            json!({ "requestId": id, "reason": "the client's input is required" });
+                        let line =
+                            jsonrpc::encode_notification("notifications/cancelled", Some(&params));
+                        let _ = self.out.send(line).await;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The most recent call in flight that serves a client request.
+    fn latest_call(&self) -> Option<RequestContext> {
+        self.pending
+            .iter()
+            .filter_map(|(id, w)| w.ctx.as_ref().map(|ctx| (*id, ctx)))
+            .max_by_key(|(id, _)| *id)
+            .map(|(_, ctx)| ctx.clone())
+    }
+
+    async fn on_message(&mut self, bytes: &[u8]) {
+        let message = match jsonrpc::decode_body(bytes) {
+            Ok(jsonrpc::Body::Single(message)) => message,
+            Ok(jsonrpc::Body::Batch(_)) | Err(_) => {
+                tracing::debug!(
+                    line = %String::from_utf8_lossy(&bytes[..bytes.len().min(200)]),
+                    "upstream sent a line that is no JSON-RPC message; ignored"
+                );
+                return;
+            }
+        };
+        match message {
+            Message::Response(response) => {
+                let RequestId::Number(id) = response.id else {
+                    return;
+                };
+                if let Some(waiting) = self.pending.remove(&id) {
+                    let _ = waiting
+                        .reply
+                        .send(response.outcome.map_err(UpstreamError::Rpc));
+                }
+            }
+            Message::Notification(n) => self.on_notification(&n.method, n.params),
+            Message::Request(request) => self.on_request(request).await,
+        }
+    }
+
+    fn on_notification(&mut self, method: &str, params: Option<Value>) {
+        let params = params.unwrap_or(Value::Null);
+        match method {
+            "notifications/progress" => {
+                let Some(id) = params.get("progressToken").and_then(Value::as_i64) else {
+                    return;
+                };
+                let Some(ctx) = self.pending.get(&id).and_then(|w| w.ctx.clone()) else {
+                    return;
+                };
+                let progress = params
+                    .get("progress")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(0.0);
+                let total = params.get("total").and_then(Value::as_f64);
+                let message = params
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .map(String::from);
+                tokio::spawn(
+                    async move { ctx.progress(progress, total, message.as_deref()).await },
+                );
+            }
+            "notifications/message" => {
+                let Some(ctx) = self.latest_call() else {
+                    return;
+                };
+                let Ok(level) = serde_json::from_value::<LogLevel>(params["level"].clone()) else {
+                    return;
+                };
+                let logger = params
+                    .get("logger")
+                    .and_then(Value::as_str)
+                    .map(String::from);
+                let data = params.get("data").cloned().unwrap_or(Value::Null);
+                tokio::spawn(async move { ctx.log(level, logger.as_deref(), data).await });
+            }
+            "notifications/tools/list_changed"
+            | "notifications/resources/list_changed"
+            | "notifications/prompts/list_changed" => self.events.list_changed(method),
+            "notifications/resources/updated" => self.events.resource_updated(params),
+            _ => {}
+        }
+    }
+
+    async fn on_request(&mut self, request: jsonrpc::Request) {
+        let jsonrpc::Request { id, method, params } = request;
+        let forwarded: Option<&'static str> = match method.as_str() {
+            "elicitation/create" => Some("elicitation/create"),
+            "sampling/createMessage" => Some("sampling/createMessage"),
+            "roots/list" => Some("roots/list"),
+            _ => None,
+        };
+        if method == "ping" {
+            let _ = self
+                .out
+                .send(jsonrpc::encode_response(Some(&id), &Ok(json!({}))))
+                .await;
+            return;
+        }
+        let (Some(method), Some(ctx)) = (forwarded, self.latest_call()) else {
+            let error = if forwarded.is_some() {
+                RpcError::new(
+                    codes::INVALID_REQUEST,
+                    format!("{method} reached the gateway with no client request in flight to ask"),
+                )
+            } else {
+                RpcError::method_not_found(&method)
+            };
+            let _ = self
+                .out
+                .send(jsonrpc::encode_response(Some(&id), &Err(error)))
+                .await;
+            return;
+        };
+        // Asked from a task of its own: the client may take minutes to answer, and the
+        // connection goes on meanwhile.
+        let out = self.out.clone();
+        let me = self.self_tx.clone();
+        tokio::spawn(async move {
+            let answer = ctx
+                .forward_request(method, params.unwrap_or_else(|| json!({})))
+                .await;
+            if matches!(answer, Err(ClientRequestError::InputRequired)) {
+                if let Some(me) = me.upgrade() {
+                    let origin = ctx.request_id().clone();
+                    let _ = me.send(Command::NeedsInput { origin }).await;
+                }
+            }
+            let outcome = answer.map_err(|e| match e {
+                ClientRequestError::Rejected(error) => error,
+                other => RpcError::internal(other.to_string()),
+            });
+            let _ = out
+                .send(jsonrpc::encode_response(Some(&id), &outcome))
+                .await;
+        });
+    }
+}
