@@ -190,37 +190,56 @@ impl Connection {
         if self.tx.send(command).await.is_err() {
             return Err(self.closed_error());
         }
+        // Armed until the answer is in: a caller that stops waiting, even by being
+        // aborted (a cancelled session request), cancels the request upstream.
+        let mut pending = Abandon {
+            tx: &self.tx,
+            id,
+            reason: "cancelled by the client",
+        };
         let cancelled = async {
             match ctx {
                 Some(ctx) => ctx.cancellation().cancelled().await,
                 None => std::future::pending().await,
             }
         };
-        tokio::select! {
+        let outcome = tokio::select! {
             answer = answer => match answer {
                 Ok(Err(UpstreamError::Closed(_))) | Err(_) => Err(self.closed_error()),
                 Ok(outcome) => outcome,
             },
             () = tokio::time::sleep(timeout) => {
-                self.abandon(id, "timed out").await;
-                Err(UpstreamError::TimedOut(timeout))
+                pending.reason = "timed out";
+                return Err(UpstreamError::TimedOut(timeout));
             }
-            () = cancelled => {
-                self.abandon(id, "cancelled by the client").await;
-                Err(UpstreamError::Cancelled)
-            }
-        }
-    }
-
-    /// Gives up on request `id`; the upstream gets `notifications/cancelled`.
-    pub async fn abandon(&self, id: i64, reason: &'static str) {
-        let _ = self.tx.send(Command::Abandon { id, reason }).await;
+            () = cancelled => return Err(UpstreamError::Cancelled),
+        };
+        pending.id = 0;
+        outcome
     }
 
     /// Sends a notification.
     pub async fn notify(&self, method: &str, params: Option<&Value>) {
         let line = jsonrpc::encode_notification(method, params);
         let _ = self.tx.send(Command::Notify(line)).await;
+    }
+}
+
+/// Cancels request `id` upstream when dropped, unless its id was cleared (answered).
+struct Abandon<'a> {
+    tx: &'a mpsc::Sender<Command>,
+    id: i64,
+    reason: &'static str,
+}
+
+impl Drop for Abandon<'_> {
+    fn drop(&mut self) {
+        if self.id != 0 {
+            let (id, reason) = (self.id, self.reason);
+            // Without room in the queue the upstream is not told; the answer, when it
+            // comes, finds no one waiting and is dropped.
+            let _ = self.tx.try_send(Command::Abandon { id, reason });
+        }
     }
 }
 
