@@ -440,3 +440,111 @@ async fn a_name_clash_is_a_configuration_error_at_the_upstreams_line() {
         "the catalog's process is gone"
     );
 }
+
+/// `mcp_sessions_ended_total{reason="delete"}` of a server, from its admin listener.
+async fn sessions_deleted(server: &TestServer) -> f64 {
+    let text = reqwest::get(format!("{}/metrics", server.admin_url))
+        .await
+        .expect("GET /metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    text.lines()
+        .find(|l| l.starts_with("mcp_sessions_ended_total{") && l.contains("reason=\"delete\""))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[tokio::test]
+async fn a_second_mcp_actor_over_http_is_served_through_its_own_session() {
+    // The inner server forgets idle sessions after a second, so the gateway's must be
+    // re-initialized on the way.
+    let inner = TestServer::with_config(
+        "[sessions]\nidle_ttl = \"1s\"\n[[tools]]\nbuiltin = \"echo\"\n[[tools]]\nbuiltin = \"sleep\"\n[[tools]]\nbuiltin = \"ask\"\n",
+    );
+    let server = TestServer::with_config(&format!(
+        "[[upstreams]]\nname = \"inner\"\nurl = \"{}\"\n",
+        inner.url
+    ));
+    let session = server.client().connect().await;
+    let names = tool_names(&session).await;
+    for expected in ["inner__echo", "inner__sleep", "inner__ask"] {
+        assert!(
+            names.contains(&expected.to_string()),
+            "{expected} in {names:?}"
+        );
+    }
+    assert_eq!(
+        session
+            .call_tool_text(json!(1), "inner__echo", json!({ "text": "over http" }))
+            .await,
+        "over http"
+    );
+
+    // Progress crosses both servers with the client's own token.
+    let mut body = call(2, "inner__sleep", json!({ "ms": 400 }));
+    body["params"]["_meta"] = json!({ "progressToken": 42 });
+    let reply = session.post(&body).await;
+    let progress: Vec<&Value> = reply
+        .messages
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .collect();
+    assert!(!progress.is_empty(), "{reply:?}");
+    assert!(
+        progress.iter().all(|p| p["params"]["progressToken"] == 42),
+        "{progress:?}"
+    );
+
+    // The inner server's elicitation reaches this client, and the answer goes back.
+    let resp = session
+        .post_value(&call(3, "inner__ask", json!({ "question": "Which one?" })))
+        .await;
+    let mut stream = SseReader::new(resp);
+    let request = loop {
+        let (_, message) = stream.next_message(WAIT).await.expect("elicitation/create");
+        if message["method"] == "elicitation/create" {
+            break message;
+        }
+    };
+    let answer = json!({ "action": "accept", "content": { "answer": "the second" } });
+    assert_eq!(
+        session.answer(&request["id"], answer).await,
+        StatusCode::ACCEPTED
+    );
+    let response = loop {
+        let (_, message) = stream
+            .next_message(WAIT)
+            .await
+            .expect("the call's response");
+        if message["id"] == 3 {
+            break message;
+        }
+    };
+    assert!(
+        response["result"].to_string().contains("the second"),
+        "{response}"
+    );
+
+    // The inner session expires; the next call re-initializes it unseen.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(
+        session
+            .call_tool_text(json!(4), "inner__echo", json!({ "text": "still here" }))
+            .await,
+        "still here"
+    );
+
+    // Ending the client's session ends the inner one with DELETE.
+    let before = sessions_deleted(&inner).await;
+    assert!(session.delete().await.is_success());
+    let mut after = before;
+    for _ in 0..50 {
+        after = sessions_deleted(&inner).await;
+        if after > before {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(after, before + 1.0, "the gateway deleted its inner session");
+}

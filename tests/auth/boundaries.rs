@@ -42,7 +42,34 @@ impl Seen {
     }
 }
 
-/// An upstream that answers every request with a small JSON object and records it.
+/// The answer of the recording upstream: a minimal MCP server for JSON-RPC bodies (one
+/// tool, `lookup`), and a small JSON object for anything else (an HTTP tool's request).
+fn answer(body: &str) -> (axum::http::StatusCode, String) {
+    let message: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+    let id = message.get("id").cloned();
+    let result = match message.get("method").and_then(|m| m.as_str()) {
+        None => {
+            return (
+                axum::http::StatusCode::OK,
+                json!({ "ok": true }).to_string(),
+            );
+        }
+        Some("initialize") => {
+            json!({ "protocolVersion": "2025-11-25", "capabilities": { "tools": {} },
+                                      "serverInfo": { "name": "recording", "version": "1" } })
+        }
+        Some("tools/list") => {
+            json!({ "tools": [{ "name": "lookup", "inputSchema": { "type": "object" } }] })
+        }
+        Some("tools/call") => json!({ "content": [{ "type": "text", "text": "looked up" }] }),
+        Some(_) if id.is_none() => return (axum::http::StatusCode::ACCEPTED, String::new()),
+        Some(_) => json!({}),
+    };
+    let response = json!({ "jsonrpc": "2.0", "id": id, "result": result });
+    (axum::http::StatusCode::OK, response.to_string())
+}
+
+/// An upstream that answers every request (see [`answer`]) and records it.
 fn recording_upstream() -> (
     String,
     Arc<Mutex<Vec<Seen>>>,
@@ -63,12 +90,21 @@ fn recording_upstream() -> (
                         )
                     })
                     .collect();
+                let body = String::from_utf8_lossy(&body).into_owned();
+                let (status, answer) = answer(&body);
                 record.lock().expect("record").push(Seen {
                     target: format!("{method} {uri}"),
                     headers,
-                    body: String::from_utf8_lossy(&body).into(),
+                    body,
                 });
-                axum::Json(json!({ "ok": true }))
+                if method == Method::GET {
+                    return (
+                        axum::http::StatusCode::METHOD_NOT_ALLOWED,
+                        [("content-type", "text/plain")],
+                        String::new(),
+                    );
+                }
+                (status, [("content-type", "application/json")], answer)
             }
         },
     );
@@ -134,6 +170,77 @@ input_schema = {{ type = "object", properties = {{ q = {{ type = "string" }} }} 
         } else {
             assert_eq!(request.header("authorization"), None, "{request:#?}");
         }
+    }
+}
+
+#[tokio::test]
+async fn upstream_servers_never_receive_the_clients_token() {
+    let key = Signer::generate("k1");
+    let jwks = JwksServer::serving(&[&key]);
+    let (upstream, seen, _stop) = recording_upstream();
+    let everything = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/upstreams/node_modules/.bin/mcp-server-everything");
+    assert!(everything.exists(), "run scripts/upstreams.sh");
+    let upstreams = format!(
+        r#"
+[[upstreams]]
+name = "up"
+url = "{upstream}/mcp"
+headers = {{ Authorization = "Bearer ${{UPSTREAM_KEY}}" }}
+
+[[upstreams]]
+name = "every"
+command = ["{}"]
+"#,
+        everything.display()
+    );
+    let config = AuthToml::jwt(&jwks.url)
+        .before_auth(&upstreams)
+        .env("UPSTREAM_KEY", "server-own-credential");
+    let server = Protected::start(&config);
+    let token = token_for(&key, "alice");
+    let client = server.client(&token);
+
+    let session = client.connect().await;
+    let text = session
+        .call_tool_text(json!(1), "up__lookup", json!({}))
+        .await;
+    assert_eq!(text, "looked up");
+    let result = Modern::call(2, "up__lookup", json!({}))
+        .result(&client)
+        .await;
+    assert_eq!(first_text(&result), "looked up");
+    // A stdio upstream's environment is the server's, never the client's credentials.
+    let env = session
+        .call_tool_text(json!(3), "every__get-env", json!({}))
+        .await;
+
+    let pieces: Vec<&str> = token.split('.').chain([token.as_str()]).collect();
+    for piece in &pieces {
+        assert!(
+            !env.contains(piece),
+            "the client's token reached the stdio upstream"
+        );
+    }
+    let seen = seen.lock().expect("record").clone();
+    let calls = seen
+        .iter()
+        .filter(|s| s.body.contains("tools/call"))
+        .count();
+    assert_eq!(calls, 2, "both calls went upstream: {seen:#?}");
+    for request in &seen {
+        let whole = request.whole();
+        for piece in &pieces {
+            assert!(
+                !whole.contains(piece),
+                "the client's token reached the upstream:\n{whole}"
+            );
+        }
+        assert_eq!(
+            request.header("authorization"),
+            Some("Bearer server-own-credential"),
+            "{request:#?}"
+        );
     }
 }
 

@@ -23,6 +23,7 @@
 
 mod catalog;
 mod child;
+mod http;
 mod slot;
 pub mod supervisor;
 mod wire;
@@ -55,6 +56,7 @@ use super::placeholders::expand_env;
 #[derive(Debug, Clone)]
 pub(crate) enum Transport {
     Stdio(ChildSpec),
+    Http(Arc<http::HttpSpec>),
 }
 
 /// One configured upstream, resolved: program found, `${ENV}` expanded.
@@ -81,6 +83,8 @@ pub(crate) struct Inner {
     pub metrics: Arc<Metrics>,
     /// Cancelled at shutdown: every connection ends.
     pub closed: CancellationToken,
+    /// The client of HTTP upstreams: no redirects, no cookies, the configured headers only.
+    pub http: reqwest::Client,
     /// Connections of `scope = "shared"` upstreams, by upstream index.
     shared: Vec<Slot>,
     shared_owner: Owner,
@@ -128,6 +132,12 @@ impl Gateway {
         }
         let gateway = &config.gateway;
         let closed = CancellationToken::new();
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("mcp-actor/", env!("CARGO_PKG_VERSION")))
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| vec![("upstreams".to_string(), format!("no HTTP client: {e}"))])?;
         let mut inner = Inner {
             config: gateway.clone(),
             children: Arc::new(Semaphore::new(gateway.max_children)),
@@ -139,6 +149,7 @@ impl Gateway {
                 children: Arc::new(Semaphore::new(gateway.max_children)),
             },
             closed,
+            http,
             principals: DashMap::new(),
             catalogs: Vec::new(),
             upstreams,
@@ -370,11 +381,36 @@ fn resolve(
             })
         }
         None => {
-            errors.push((
-                key("url"),
-                "Streamable HTTP upstreams are not served by this build yet".into(),
-            ));
-            return Err(errors);
+            let url = entry.url.clone().unwrap_or_default();
+            let mut headers = reqwest::header::HeaderMap::new();
+            for (name, value) in &entry.headers {
+                let value = match expand_env(value) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        errors.push((key(&format!("headers.{name}")), e));
+                        continue;
+                    }
+                };
+                let parsed = (
+                    reqwest::header::HeaderName::from_bytes(name.as_bytes()),
+                    reqwest::header::HeaderValue::from_str(&value),
+                );
+                match parsed {
+                    (Ok(name), Ok(mut value)) => {
+                        value.set_sensitive(true);
+                        headers.insert(name, value);
+                    }
+                    _ => errors.push((
+                        key(&format!("headers.{name}")),
+                        "is not a valid HTTP header".into(),
+                    )),
+                }
+            }
+            Transport::Http(Arc::new(http::HttpSpec {
+                url,
+                headers,
+                max_message_bytes: gateway.max_message_bytes,
+            }))
         }
     };
     if !errors.is_empty() {

@@ -29,7 +29,8 @@ struct State {
 
 struct Live {
     conn: Connection,
-    _permits: (OwnedSemaphorePermit, OwnedSemaphorePermit),
+    /// A process's places among the children counted; none for an HTTP upstream.
+    _permits: Option<(OwnedSemaphorePermit, OwnedSemaphorePermit)>,
 }
 
 /// Where one upstream's connection for one owner lives.
@@ -66,7 +67,10 @@ impl Slot {
         if let Some(at) = state.retry_at {
             tokio::time::sleep_until(at).await;
         }
-        let permits = take_permits(gateway, owner, &upstream.name)?;
+        let permits = match upstream.transport {
+            Transport::Stdio(_) => Some(take_permits(gateway, owner, &upstream.name)?),
+            Transport::Http(_) => None,
+        };
         state.starts += 1;
         if state.starts > 1 {
             tracing::info!(upstream = %upstream.name, restarts = state.starts - 1, "restarting upstream");
@@ -168,6 +172,19 @@ async fn start(
                 }
                 watched.close();
                 process.stop().await;
+            });
+            conn
+        }
+        Transport::Http(spec) => {
+            let (io, driver) = super::http::start(name, Arc::clone(spec), gateway.http.clone());
+            gateway.tracker.spawn(driver);
+            let conn = Connection::start(io, events, String::new);
+            let (watched, stopping) = (conn.clone(), stop.clone());
+            gateway.tracker.spawn(async move {
+                tokio::select! {
+                    () = stopping.cancelled() => watched.close(),
+                    () = watched.closed() => {}
+                }
             });
             conn
         }

@@ -148,6 +148,11 @@ impl Connection {
         self.closed.is_cancelled()
     }
 
+    /// Resolves when the connection has ended.
+    pub async fn closed(&self) {
+        self.closed.cancelled().await;
+    }
+
     /// Ends the connection: requests in flight get [`UpstreamError::Closed`].
     pub fn close(&self) {
         self.closed.cancel();
