@@ -164,8 +164,7 @@ async fn serve(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<()> {
     let gateway = Gateway::start(&config, loaded.base_dir(), supervisor, Arc::clone(&metrics))
         .await
         .map_err(|errors| loaded.locate(errors))?;
-    let taken: Vec<&str> = provided.features.tools.iter().map(|t| t.name()).collect();
-    let clashes = gateway.clashes(&taken);
+    let clashes = gateway.clashes(&provided.features);
     if !clashes.is_empty() {
         gateway.shutdown(std::time::Duration::from_secs(5)).await;
         return Err(loaded.locate(clashes).into());

@@ -259,7 +259,11 @@ impl Server {
     pub fn replace_features(&self, mut set: FeatureSet) -> Result<ListChanges, BuildError> {
         // The upstreams' tools are not the configuration's: they stay across reloads.
         if let Some(gateway) = &self.app.sessions.gateway {
-            set.tools.extend(gateway.tools());
+            let offered = gateway.features();
+            set.tools.extend(offered.tools);
+            set.resources.extend(offered.resources);
+            set.templates.extend(offered.templates);
+            set.prompts.extend(offered.prompts);
         }
         let features = set
             .into_features(self.app.config.pagination.page_size)
@@ -348,7 +352,7 @@ impl ServerBuilder {
     /// Serves the tools of `gateway`'s upstream servers beside the others, and gives each
     /// session its own upstream connections; shutdown stops them all.
     pub fn gateway(mut self, gateway: Gateway) -> Self {
-        self.features.tools.extend(gateway.tools());
+        self = self.features(gateway.features());
         self.gateway = Some(gateway);
         self
     }

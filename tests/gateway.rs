@@ -548,3 +548,63 @@ async fn a_second_mcp_actor_over_http_is_served_through_its_own_session() {
     }
     assert_eq!(after, before + 1.0, "the gateway deleted its inner session");
 }
+
+#[tokio::test]
+async fn upstream_resources_and_prompts_are_listed_and_forwarded() {
+    let server = TestServer::with_config(&format!(
+        "[[upstreams]]\nname = \"every\"\ncommand = [\"{}\"]\n",
+        everything()
+    ));
+    let session = server.client().connect().await;
+    let listed = session.call(json!(1), "resources/list", json!({})).await;
+    let resource = listed["resources"]
+        .as_array()
+        .and_then(|all| {
+            all.iter()
+                .find(|r| r["name"].as_str().is_some_and(|n| n.starts_with("every__")))
+        })
+        .unwrap_or_else(|| panic!("an upstream resource under its prefix: {listed}"))
+        .clone();
+    let uri = resource["uri"].as_str().expect("uri");
+    let read = session
+        .call(json!(2), "resources/read", json!({ "uri": uri }))
+        .await;
+    assert_eq!(read["contents"][0]["uri"], uri, "{read}");
+
+    let templates = session
+        .call(json!(3), "resources/templates/list", json!({}))
+        .await;
+    assert!(
+        templates["resourceTemplates"]
+            .as_array()
+            .is_some_and(|all| all
+                .iter()
+                .any(|t| t["name"].as_str().is_some_and(|n| n.starts_with("every__")))),
+        "{templates}"
+    );
+
+    let prompts = session.call(json!(4), "prompts/list", json!({})).await;
+    let prompt = prompts["prompts"]
+        .as_array()
+        .and_then(|all| {
+            all.iter().find(|p| {
+                p["name"].as_str().is_some_and(|n| n.starts_with("every__"))
+                    && !p["arguments"]
+                        .as_array()
+                        .is_some_and(|a| a.iter().any(|a| a["required"] == true))
+            })
+        })
+        .unwrap_or_else(|| panic!("an upstream prompt without required arguments: {prompts}"))
+        .clone();
+    let got = session
+        .call(
+            json!(5),
+            "prompts/get",
+            json!({ "name": prompt["name"], "arguments": {} }),
+        )
+        .await;
+    assert!(
+        got["messages"].as_array().is_some_and(|m| !m.is_empty()),
+        "{got}"
+    );
+}

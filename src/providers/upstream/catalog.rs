@@ -1,5 +1,6 @@
 //! What each upstream offers, read once at startup, and the tools that forward to it.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -9,6 +10,7 @@ use super::slot::{Owner, Slot};
 use super::wire::{Ignored, UpstreamError};
 use super::{Busy, Inner, Upstream, connection_for};
 use crate::context::ClientRequestError;
+use crate::features::FeatureSet;
 use crate::features::tools::{Tool, ToolError};
 
 /// The most pages of one list the catalog reads: an upstream that pages forever is cut off.
@@ -17,8 +19,11 @@ const MAX_PAGES: usize = 100;
 /// An upstream's offer as its catalog connection saw it.
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
-    /// Tool descriptors, as the upstream gave them.
+    /// Descriptors, as the upstream gave them.
     pub tools: Vec<Value>,
+    pub resources: Vec<Value>,
+    pub templates: Vec<Value>,
+    pub prompts: Vec<Value>,
 }
 
 /// Starts `upstream`, lists what it offers, and stops it. It declares every client
@@ -36,12 +41,31 @@ pub(super) async fn read(gateway: &Inner, upstream: &Upstream) -> Catalog {
         let conn = slot
             .connection(gateway, upstream, &client, &owner, Arc::new(Ignored))
             .await?;
-        list_all(&conn, "tools/list", "tools", upstream).await
+        let tools = list_all(&conn, "tools/list", "tools", upstream).await?;
+        Ok::<_, UpstreamError>(Catalog {
+            tools,
+            resources: optional(&conn, "resources/list", "resources", upstream).await?,
+            templates: optional(
+                &conn,
+                "resources/templates/list",
+                "resourceTemplates",
+                upstream,
+            )
+            .await?,
+            prompts: optional(&conn, "prompts/list", "prompts", upstream).await?,
+        })
     };
     let catalog = match listed.await {
-        Ok(tools) => {
-            tracing::info!(upstream = %upstream.name, tools = tools.len(), "upstream catalog read");
-            Catalog { tools }
+        Ok(catalog) => {
+            tracing::info!(
+                upstream = %upstream.name,
+                tools = catalog.tools.len(),
+                resources = catalog.resources.len(),
+                templates = catalog.templates.len(),
+                prompts = catalog.prompts.len(),
+                "upstream catalog read"
+            );
+            catalog
         }
         Err(e) => {
             tracing::error!(upstream = %upstream.name, error = %e, "upstream catalog could not be read; it serves nothing until a restart");
@@ -50,6 +74,19 @@ pub(super) async fn read(gateway: &Inner, upstream: &Upstream) -> Catalog {
     };
     owner.closed.cancel();
     catalog
+}
+
+/// A list the upstream may not serve: method not found (or any refusal) is an empty list.
+async fn optional(
+    conn: &super::wire::Connection,
+    method: &str,
+    field: &str,
+    upstream: &Upstream,
+) -> Result<Vec<Value>, UpstreamError> {
+    match list_all(conn, method, field, upstream).await {
+        Err(UpstreamError::Rpc(_)) => Ok(Vec::new()),
+        other => other,
+    }
 }
 
 /// Every page of a list.
@@ -107,10 +144,19 @@ pub(super) fn tools(gateway: &Arc<Inner>) -> Vec<Tool> {
     tools
 }
 
-/// Served names that are already taken (`taken`) or that two upstreams share: each as
-/// (the upstream's key, the message).
-pub(super) fn clashes(gateway: &Inner, taken: &[&str]) -> Vec<(String, String)> {
-    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+/// Served names and URIs that are already taken (`taken`) or that two upstreams share:
+/// each as (the upstream's key, the message).
+pub(super) fn clashes(gateway: &Inner, taken: &FeatureSet) -> Vec<(String, String)> {
+    let mut owner: HashMap<(&str, String), Option<usize>> = HashMap::new();
+    for tool in &taken.tools {
+        owner.insert(("tool", tool.name().to_string()), None);
+    }
+    for prompt in &taken.prompts {
+        owner.insert(("prompt", prompt.name.clone()), None);
+    }
+    for resource in &taken.resources {
+        owner.insert(("resource", resource.uri.clone()), None);
+    }
     let mut errors = Vec::new();
     for (upstream, catalog) in gateway.upstreams.iter().zip(&gateway.catalogs) {
         let key = if upstream.prefix.is_empty() {
@@ -119,23 +165,31 @@ pub(super) fn clashes(gateway: &Inner, taken: &[&str]) -> Vec<(String, String)> 
             "name"
         };
         let key = format!("upstreams[{}].{key}", upstream.index);
-        let names = catalog
-            .tools
-            .iter()
-            .filter_map(|d| d.get("name").and_then(Value::as_str))
-            .filter(|name| upstream.tools.admits(name));
-        for name in names {
-            let served = format!("{}{name}", upstream.prefix);
-            if taken.contains(&served.as_str()) {
-                errors.push((key.clone(), format!(
-                    "the upstream's tool {name:?} would be served as {served:?}, which a [[tools]] entry already names; set `prefix`, or leave it out with `tools.deny`"
-                )));
-            } else if let Some(other) = seen.insert(served.clone(), upstream.index) {
-                if other != upstream.index {
-                    errors.push((key.clone(), format!(
-                        "the upstream's tool {name:?} would be served as {served:?}, as a tool of upstreams[{other}] is; give one of them another `prefix`"
-                    )));
-                }
+        let named = |list: &[Value], field: &str| -> Vec<String> {
+            list.iter()
+                .filter_map(|d| d.get(field).and_then(Value::as_str).map(String::from))
+                .collect()
+        };
+        let tools = named(&catalog.tools, "name")
+            .into_iter()
+            .filter(|n| upstream.tools.admits(n))
+            .map(|n| ("tool", format!("{}{n}", upstream.prefix)));
+        let prompts = named(&catalog.prompts, "name")
+            .into_iter()
+            .map(|n| ("prompt", format!("{}{n}", upstream.prefix)));
+        let uris = named(&catalog.resources, "uri")
+            .into_iter()
+            .map(|u| ("resource", u));
+        for (kind, served) in tools.chain(prompts).chain(uris).collect::<Vec<_>>() {
+            match owner.insert((kind, served.clone()), Some(upstream.index)) {
+                Some(None) => errors.push((key.clone(), format!(
+                    "the upstream's {kind} {served:?} clashes with one this configuration serves; set `prefix`{}",
+                    if kind == "tool" { ", or leave it out with `tools.deny`" } else { "" }
+                ))),
+                Some(Some(other)) if other != upstream.index => errors.push((key.clone(), format!(
+                    "the upstream's {kind} {served:?} clashes with one of upstreams[{other}]; give one of them another `prefix`"
+                ))),
+                _ => {}
             }
         }
     }

@@ -24,6 +24,7 @@
 mod catalog;
 mod child;
 mod http;
+mod offer;
 mod slot;
 pub mod supervisor;
 mod wire;
@@ -45,7 +46,7 @@ use wire::{Connection, Ignored};
 
 use crate::config::Config;
 use crate::config::upstreams::{GatewaySection, NameFilter, UpstreamConfig, UpstreamScope};
-use crate::features::tools::Tool;
+use crate::features::FeatureSet;
 use crate::metrics::Metrics;
 use crate::protocol::ClientInfo;
 
@@ -168,14 +169,21 @@ impl Gateway {
         self.inner.upstreams.is_empty()
     }
 
-    /// The upstreams' tools, named as they are served here.
-    pub fn tools(&self) -> Vec<Tool> {
-        catalog::tools(&self.inner)
+    /// The upstreams' tools, resources, resource templates and prompts, as they are
+    /// served here.
+    pub fn features(&self) -> FeatureSet {
+        let (resources, templates) = offer::resources(&self.inner);
+        FeatureSet {
+            tools: catalog::tools(&self.inner),
+            resources,
+            templates,
+            prompts: offer::prompts(&self.inner),
+        }
     }
 
-    /// Errors for upstream tools whose served names clash with `taken` (the other tools'
-    /// names) or with each other's, keyed at the upstream's entry.
-    pub fn clashes(&self, taken: &[&str]) -> Vec<ProviderError> {
+    /// Errors for upstream tools and prompts whose served names, and resources whose URIs,
+    /// clash with those of `taken` or with each other's, keyed at the upstream's entry.
+    pub fn clashes(&self, taken: &FeatureSet) -> Vec<ProviderError> {
         catalog::clashes(&self.inner, taken)
     }
 
