@@ -25,7 +25,7 @@ use crate::events::{EventSink, ServerEvent, ServerEvents};
 use crate::features::prompts::Prompt;
 use crate::features::resources::{Resource, ResourceTemplate};
 use crate::features::tools::{Tool, ToolError};
-use crate::features::{FeatureSet, Features, ListChanges};
+use crate::features::{FeatureSet, ListChanges};
 use crate::http::AppState;
 use crate::http::connections::ConnectionLimits;
 use crate::http::limits::EdgeLimits;
@@ -38,7 +38,9 @@ use crate::stateless::request_state::RequestStateKey;
 use crate::stateless::tasks::TaskStore;
 
 mod drain;
+mod swap;
 use drain::{drain_then_shut_down, signals};
+use swap::FeatureSwap;
 
 /// A configured MCP server, ready to serve.
 ///
@@ -49,8 +51,9 @@ use drain::{drain_then_shut_down, signals};
 #[derive(Clone)]
 pub struct Server {
     app: Arc<AppState>,
-    features: Arc<ArcSwap<Features>>,
     events: Arc<ServerEvents>,
+    /// Rebuilds `features` on a reload or an upstream's change.
+    swap: Arc<FeatureSwap>,
     /// Cancelled on the first signal: no new session or 2026-07-28 request is taken.
     drain: CancellationToken,
     /// Cancelled when the drain ends: every session and stream ends.
@@ -256,30 +259,9 @@ impl Server {
     /// Replaces everything the server exposes in one atomic swap, then sends every session
     /// the `list_changed` notifications for the lists that differ. Calls already running
     /// finish on the features they started with. Nothing changes when `set` is invalid.
-    pub fn replace_features(&self, mut set: FeatureSet) -> Result<ListChanges, BuildError> {
-        // The upstreams' tools are not the configuration's: they stay across reloads.
-        if let Some(gateway) = &self.app.sessions.gateway {
-            let offered = gateway.features();
-            set.tools.extend(offered.tools);
-            set.resources.extend(offered.resources);
-            set.templates.extend(offered.templates);
-            set.prompts.extend(offered.prompts);
-        }
-        let features = set
-            .into_features(self.app.config.pagination.page_size)
-            .map_err(BuildError)?;
-        let old = self.features.swap(Arc::new(features));
-        let changes = old.list_changes(&self.features.load());
-        for (changed, event) in [
-            (changes.tools, ServerEvent::ToolsListChanged),
-            (changes.resources, ServerEvent::ResourcesListChanged),
-            (changes.prompts, ServerEvent::PromptsListChanged),
-        ] {
-            if changed {
-                self.events.publish(event);
-            }
-        }
-        Ok(changes)
+    pub fn replace_features(&self, set: FeatureSet) -> Result<ListChanges, BuildError> {
+        // The upstreams' features are not the configuration's: they stay across reloads.
+        self.swap.replace(set, self.app.sessions.gateway.as_ref())
     }
 }
 
@@ -352,7 +334,6 @@ impl ServerBuilder {
     /// Serves the tools of `gateway`'s upstream servers beside the others, and gives each
     /// session its own upstream connections; shutdown stops them all.
     pub fn gateway(mut self, gateway: Gateway) -> Self {
-        self = self.features(gateway.features());
         self.gateway = Some(gateway);
         self
     }
@@ -365,12 +346,11 @@ impl ServerBuilder {
 
     pub fn build(self) -> Result<Server, BuildError> {
         let mut errors = self.errors;
-        let features = match self
-            .features
-            .into_features(self.config.pagination.page_size)
-        {
+        let base = self.features.clone();
+        let page_size = self.config.pagination.page_size;
+        let features = match FeatureSwap::build(self.features, self.gateway.as_ref(), page_size) {
             Ok(features) => Some(features),
-            Err(mut duplicates) => {
+            Err(BuildError(mut duplicates)) => {
                 errors.append(&mut duplicates);
                 None
             }
@@ -437,10 +417,25 @@ impl ServerBuilder {
             auth,
             anonymous: Principal::anonymous(),
         });
+        let swap = Arc::new(FeatureSwap {
+            features: Arc::clone(&features),
+            events: Arc::clone(&events),
+            base: ArcSwap::from_pointee(base),
+            page_size,
+        });
+        if let Some(gateway) = &app.sessions.gateway {
+            // Weak: the gateway lives inside the server, and must not keep it alive.
+            let weak = Arc::downgrade(&swap);
+            gateway.attach(Arc::clone(&events), move |gateway| {
+                if let Some(swap) = weak.upgrade() {
+                    swap.refresh(gateway);
+                }
+            });
+        }
         Ok(Server {
             app,
-            features,
             events,
+            swap,
             drain,
             shutdown,
         })

@@ -608,3 +608,39 @@ async fn upstream_resources_and_prompts_are_listed_and_forwarded() {
         "{got}"
     );
 }
+
+#[tokio::test]
+async fn an_upstreams_list_change_reaches_every_session() {
+    let marker = format!("gw-grow-{}", unique());
+    let dir = common::TempDir::new("gateway-grow");
+    let state = dir.path().join("grown");
+    let script = installed("tests/upstreams/fixture.py");
+    let server = TestServer::with_config(&format!(
+        "[[upstreams]]\nname = \"fx\"\ncommand = [\"python3\", \"{script}\", \"{marker}\", \"{}\"]\n",
+        state.display()
+    ));
+    let (a, b) = (
+        server.client().connect().await,
+        server.client().connect().await,
+    );
+    assert!(!tool_names(&b).await.contains(&"fx__extra".to_string()));
+    let mut stream = SseReader::new(b.get(None).await);
+    assert_eq!(
+        a.call_tool_text(json!(1), "fx__grow", json!({})).await,
+        "grow"
+    );
+    let changed = loop {
+        let Some((_, message)) = stream.next_message(WAIT).await else {
+            break false;
+        };
+        if message["method"] == "notifications/tools/list_changed" {
+            break true;
+        }
+    };
+    assert!(changed, "the other session was told");
+    assert!(tool_names(&b).await.contains(&"fx__extra".to_string()));
+    assert_eq!(
+        b.call_tool_text(json!(2), "fx__extra", json!({})).await,
+        "extra"
+    );
+}

@@ -5,7 +5,9 @@ Its tools show what a gateway must get right and the real servers cannot show on
   pid        its process id, so a test can find and kill it;
   wait       answers after `ms` milliseconds, or never once cancelled;
   cancelled  the ids of the requests `notifications/cancelled` named so far;
-  crash      exits at once, after a line on stderr, leaving its call unanswered.
+  crash      exits at once, after a line on stderr, leaving its call unanswered;
+  grow       adds the tool `extra` (for every process: it creates the file named by the
+             second argument) and announces `notifications/tools/list_changed`.
 It writes a line on stderr when it starts, so an error report can quote its tail.
 """
 import json
@@ -38,8 +40,16 @@ TOOLS = [
         ("wait", "Answers after ms milliseconds", {"ms": {"type": "integer"}}),
         ("cancelled", "Request ids cancelled so far", {}),
         ("crash", "Exits during the call", {}),
+        ("grow", "Adds the tool extra", {}),
     ]
 ]
+EXTRA = {"name": "extra", "description": "Added by grow", "inputSchema": {"type": "object"}}
+STATE = sys.argv[2] if len(sys.argv) > 2 else None
+
+
+def tools():
+    grown = STATE is not None and os.path.exists(STATE)
+    return TOOLS + [EXTRA] if grown else TOOLS
 
 
 def wait(id_, ms, done):
@@ -63,7 +73,7 @@ def main():
                 "serverInfo": {"name": "fixture", "version": "1"},
             })
         elif method == "tools/list":
-            result(id_, {"tools": TOOLS})
+            result(id_, {"tools": tools()})
         elif method == "notifications/cancelled":
             cancelled.append(params.get("requestId"))
             done = waiting.pop(params.get("requestId"), None)
@@ -79,6 +89,11 @@ def main():
                 threading.Thread(target=wait, args=(id_, args.get("ms", 1000), done), daemon=True).start()
             elif name == "cancelled":
                 text(id_, json.dumps(cancelled))
+            elif name in ("grow", "extra"):
+                if STATE is not None and name == "grow":
+                    open(STATE, "w").close()
+                    send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+                text(id_, name)
             elif name == "crash":
                 print("fixture: crashing on request", file=sys.stderr, flush=True)
                 os._exit(3)

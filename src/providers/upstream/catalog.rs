@@ -118,7 +118,11 @@ async fn list_all(
 /// The tools of every upstream, renamed with their prefix and filtered by `tools`.
 pub(super) fn tools(gateway: &Arc<Inner>) -> Vec<Tool> {
     let mut tools = Vec::new();
-    for (upstream, catalog) in gateway.upstreams.iter().zip(&gateway.catalogs) {
+    for (upstream, catalog) in gateway
+        .upstreams
+        .iter()
+        .zip(gateway.catalogs.iter().map(|c| c.load_full()))
+    {
         for descriptor in &catalog.tools {
             let Some(name) = descriptor.get("name").and_then(Value::as_str) else {
                 continue;
@@ -158,7 +162,11 @@ pub(super) fn clashes(gateway: &Inner, taken: &FeatureSet) -> Vec<(String, Strin
         owner.insert(("resource", resource.uri.clone()), None);
     }
     let mut errors = Vec::new();
-    for (upstream, catalog) in gateway.upstreams.iter().zip(&gateway.catalogs) {
+    for (upstream, catalog) in gateway
+        .upstreams
+        .iter()
+        .zip(gateway.catalogs.iter().map(|c| c.load_full()))
+    {
         let key = if upstream.prefix.is_empty() {
             "prefix"
         } else {

@@ -22,9 +22,11 @@
 //! shutdown waits for.
 
 mod catalog;
+mod changes;
 mod child;
 mod http;
 mod offer;
+mod resolve;
 mod slot;
 pub mod supervisor;
 mod wire;
@@ -41,17 +43,16 @@ use tokio_util::task::TaskTracker;
 pub use catalog::Catalog;
 use child::ChildSpec;
 use slot::{Owner, Slot};
+use wire::Connection;
 pub use wire::UpstreamError;
-use wire::{Connection, Ignored};
 
 use crate::config::Config;
-use crate::config::upstreams::{GatewaySection, NameFilter, UpstreamConfig, UpstreamScope};
+use crate::config::upstreams::{GatewaySection, NameFilter, UpstreamScope};
 use crate::features::FeatureSet;
 use crate::metrics::Metrics;
 use crate::protocol::ClientInfo;
 
 use super::ProviderError;
-use super::placeholders::expand_env;
 
 /// How an upstream is reached.
 #[derive(Debug, Clone)]
@@ -91,7 +92,10 @@ pub(crate) struct Inner {
     shared_owner: Owner,
     /// 2026-07-28 requests' connections, one scope per principal.
     principals: DashMap<Arc<str>, Arc<Scope>>,
-    catalogs: Vec<Catalog>,
+    /// What each upstream offers; replaced when it announces a change.
+    catalogs: Vec<arc_swap::ArcSwap<Catalog>>,
+    /// How the server hears of changes, once it is built.
+    hooks: std::sync::OnceLock<changes::Hooks>,
 }
 
 /// The upstreams of a server. Cheap to clone.
@@ -123,7 +127,7 @@ impl Gateway {
         let mut upstreams = Vec::new();
         let mut errors = Vec::new();
         for (index, entry) in config.upstreams.iter().enumerate() {
-            match resolve(index, entry, &config.gateway, base_dir, supervisor.clone()) {
+            match resolve::resolve(index, entry, &config.gateway, base_dir, supervisor.clone()) {
                 Ok(upstream) => upstreams.push(upstream),
                 Err(mut e) => errors.append(&mut e),
             }
@@ -153,15 +157,36 @@ impl Gateway {
             http,
             principals: DashMap::new(),
             catalogs: Vec::new(),
+            hooks: std::sync::OnceLock::new(),
             upstreams,
         };
         let probes = inner.upstreams.iter().map(|u| catalog::read(&inner, u));
-        inner.catalogs = futures_util::future::join_all(probes).await;
+        let read = futures_util::future::join_all(probes).await;
+        inner.catalogs = read
+            .into_iter()
+            .map(arc_swap::ArcSwap::from_pointee)
+            .collect();
         let inner = Arc::new(inner);
         if !inner.upstreams.is_empty() {
             tokio::spawn(sweep_principals(Arc::downgrade(&inner)));
         }
         Ok(Gateway { inner })
+    }
+
+    /// Lets the gateway tell the server: `events` for the upstreams' resource updates, and
+    /// `changed` when an upstream's offer changed and the features must be rebuilt.
+    pub fn attach(
+        &self,
+        events: Arc<crate::events::ServerEvents>,
+        changed: impl Fn(&Gateway) + Send + Sync + 'static,
+    ) {
+        let hooks = changes::Hooks {
+            events,
+            changed: Box::new(changed),
+        };
+        if self.inner.hooks.set(hooks).is_err() {
+            tracing::warn!("a gateway serves one server; a second one is not told of changes");
+        }
     }
 
     /// Whether any upstream is configured.
@@ -313,7 +338,7 @@ impl Scope {
             upstream,
             &self.client,
             &self.owner,
-            Arc::new(Ignored),
+            changes::UpstreamEvents::for_upstream(&self.gateway, upstream.index),
         )
         .await
     }
@@ -346,96 +371,6 @@ impl Drop for Busy<'_> {
     }
 }
 
-fn resolve(
-    index: usize,
-    entry: &UpstreamConfig,
-    gateway: &GatewaySection,
-    base_dir: &Path,
-    supervisor: Option<PathBuf>,
-) -> Result<Upstream, Vec<ProviderError>> {
-    let key = |k: &str| format!("upstreams[{index}].{k}");
-    let mut errors = Vec::new();
-    let transport = match &entry.command {
-        Some(argv) => {
-            let path_var = std::env::var("PATH").ok();
-            let program = argv.first().map(String::as_str).unwrap_or_default();
-            let program = super::command::find_program(program, base_dir, path_var.as_deref())
-                .map_err(|e| errors.push((key("command"), e)))
-                .unwrap_or_default();
-            let mut env = Vec::new();
-            for (name, value) in &entry.env {
-                match expand_env(value) {
-                    Ok(v) => env.push((name.clone(), v)),
-                    Err(e) => errors.push((key(&format!("env.{name}")), e)),
-                }
-            }
-            let cwd = match &entry.cwd {
-                Some(dir) => base_dir.join(dir),
-                None => base_dir.to_path_buf(),
-            };
-            if !cwd.is_dir() {
-                errors.push((key("cwd"), format!("{} is not a directory", cwd.display())));
-            }
-            Transport::Stdio(ChildSpec {
-                program,
-                args: argv.iter().skip(1).cloned().collect(),
-                env,
-                env_clear: entry.env_clear,
-                cwd,
-                supervisor,
-                grace: gateway.shutdown_grace,
-                stderr_lines: gateway.stderr_lines,
-                max_message_bytes: gateway.max_message_bytes,
-            })
-        }
-        None => {
-            let url = entry.url.clone().unwrap_or_default();
-            let mut headers = reqwest::header::HeaderMap::new();
-            for (name, value) in &entry.headers {
-                let value = match expand_env(value) {
-                    Ok(v) => v,
-                    Err(e) => {
-                        errors.push((key(&format!("headers.{name}")), e));
-                        continue;
-                    }
-                };
-                let parsed = (
-                    reqwest::header::HeaderName::from_bytes(name.as_bytes()),
-                    reqwest::header::HeaderValue::from_str(&value),
-                );
-                match parsed {
-                    (Ok(name), Ok(mut value)) => {
-                        value.set_sensitive(true);
-                        headers.insert(name, value);
-                    }
-                    _ => errors.push((
-                        key(&format!("headers.{name}")),
-                        "is not a valid HTTP header".into(),
-                    )),
-                }
-            }
-            Transport::Http(Arc::new(http::HttpSpec {
-                url,
-                headers,
-                max_message_bytes: gateway.max_message_bytes,
-            }))
-        }
-    };
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    Ok(Upstream {
-        index,
-        name: entry.name.clone(),
-        prefix: entry.name_prefix(),
-        scope: entry.scope,
-        tools: entry.tools.clone(),
-        transport,
-        startup_timeout: entry.startup_timeout,
-        call_timeout: entry.call_timeout,
-    })
-}
-
 /// A client that declares every capability the gateway forwards.
 fn forwarding_client() -> ClientInfo {
     ClientInfo {
@@ -463,7 +398,7 @@ async fn connection_for(
                     upstream,
                     &client,
                     &gateway.shared_owner,
-                    Arc::new(Ignored),
+                    changes::UpstreamEvents::for_upstream(gateway, upstream.index),
                 )
                 .await?;
             Ok((conn, None))

@@ -70,7 +70,11 @@ async fn read(
 /// The resources and templates of every upstream.
 pub(super) fn resources(gateway: &Arc<Inner>) -> (Vec<Resource>, Vec<ResourceTemplate>) {
     let (mut resources, mut templates) = (Vec::new(), Vec::new());
-    for (upstream, catalog) in gateway.upstreams.iter().zip(&gateway.catalogs) {
+    for (upstream, catalog) in gateway
+        .upstreams
+        .iter()
+        .zip(gateway.catalogs.iter().map(|c| c.load_full()))
+    {
         let index = upstream.index;
         for descriptor in &catalog.resources {
             let Some(uri) = descriptor.get("uri").and_then(Value::as_str) else {
@@ -108,7 +112,11 @@ pub(super) fn resources(gateway: &Arc<Inner>) -> (Vec<Resource>, Vec<ResourceTem
 /// The prompts of every upstream, renamed with the prefix.
 pub(super) fn prompts(gateway: &Arc<Inner>) -> Vec<Prompt> {
     let mut prompts = Vec::new();
-    for (upstream, catalog) in gateway.upstreams.iter().zip(&gateway.catalogs) {
+    for (upstream, catalog) in gateway
+        .upstreams
+        .iter()
+        .zip(gateway.catalogs.iter().map(|c| c.load_full()))
+    {
         for descriptor in &catalog.prompts {
             let Some(name) = descriptor.get("name").and_then(Value::as_str) else {
                 continue;
