@@ -244,6 +244,8 @@ async fn cancellation_reaches_the_upstream() {
     let marker = format!("gw-cancel-{}", unique());
     let server = TestServer::with_config(&fixture_upstream("fx", &marker, ""));
     let session = server.client().connect().await;
+    // The upstream runs before the call, so the call reaches it at once.
+    session.call_tool_text(json!(1), "fx__pid", json!({})).await;
     let waiting = {
         let session = session.clone();
         tokio::spawn(async move {
@@ -261,7 +263,7 @@ async fn cancellation_reaches_the_upstream() {
         StatusCode::ACCEPTED
     );
     let mut cancelled = String::new();
-    for attempt in 0..40 {
+    for attempt in 0..100 {
         cancelled = session
             .call_tool_text(json!(100 + attempt), "fx__cancelled", json!({}))
             .await;
@@ -364,7 +366,7 @@ async fn each_session_gets_its_own_upstream_process_and_state() {
 async fn no_upstream_process_outlives_its_session() {
     let marker = format!("gw-leak-{}", unique());
     let server = TestServer::with_config(&format!(
-        "[sessions]\nidle_ttl = \"10s\"\n[gateway]\nshutdown_grace = \"1s\"\n{}",
+        "[sessions]\nidle_ttl = \"20s\"\n[gateway]\nshutdown_grace = \"1s\"\n{}",
         fixture_upstream("fx", &marker, "")
     ));
     let client = server.client();
@@ -383,7 +385,7 @@ async fn no_upstream_process_outlives_its_session() {
         assert!(session.delete().await.is_success());
     }
     // The other 25 end by the idle timeout.
-    let gone = eventually(Duration::from_secs(30), || {
+    let gone = eventually(Duration::from_secs(45), || {
         processes_matching(&marker).is_empty()
     })
     .await;
