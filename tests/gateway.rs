@@ -646,3 +646,45 @@ async fn an_upstreams_list_change_reaches_every_session() {
         "extra"
     );
 }
+
+#[tokio::test]
+async fn a_shared_upstream_serves_every_session_on_one_connection_with_its_own_ids() {
+    let marker = format!("gw-shared-{}", unique());
+    let server = TestServer::with_config(&fixture_upstream("fx", &marker, "scope = \"shared\""));
+    let (a, b) = (
+        server.client().connect().await,
+        server.client().connect().await,
+    );
+    let pid_a = a.call_tool_text(json!(1), "fx__pid", json!({})).await;
+    let pid_b = b.call_tool_text(json!(1), "fx__pid", json!({})).await;
+    assert_eq!(pid_a, pid_b, "one process for both sessions");
+
+    // The same request id in both sessions, at once: each gets its own progress and answer.
+    let waiting = |session: common::Session, token: &'static str| async move {
+        let mut body = call(5, "fx__wait", json!({ "ms": 500 }));
+        body["params"]["_meta"] = json!({ "progressToken": token });
+        session.post(&body).await
+    };
+    let (reply_a, reply_b) =
+        tokio::join!(waiting(a.clone(), "from-a"), waiting(b.clone(), "from-b"));
+    for (reply, token) in [(&reply_a, "from-a"), (&reply_b, "from-b")] {
+        let progress: Vec<&Value> = reply
+            .messages
+            .iter()
+            .filter(|m| m["method"] == "notifications/progress")
+            .collect();
+        assert_eq!(progress.len(), 1, "{reply:?}");
+        assert_eq!(progress[0]["params"]["progressToken"], token, "{reply:?}");
+        let response = reply.response(&json!(5)).expect("the answer");
+        assert_eq!(
+            response["result"]["content"][0]["text"], "waited",
+            "{response}"
+        );
+    }
+    // Ending a session leaves the shared process to the others.
+    assert!(a.delete().await.is_success());
+    assert_eq!(
+        b.call_tool_text(json!(6), "fx__pid", json!({})).await,
+        pid_b
+    );
+}

@@ -3,7 +3,8 @@
 
 Its tools show what a gateway must get right and the real servers cannot show on demand:
   pid        its process id, so a test can find and kill it;
-  wait       answers after `ms` milliseconds, or never once cancelled;
+  wait       answers after `ms` milliseconds, or never once cancelled; first it reports
+             progress once, with the request's progress token, if it has one;
   cancelled  the ids of the requests `notifications/cancelled` named so far;
   crash      exits at once, after a line on stderr, leaving its call unanswered;
   grow       adds the tool `extra` (for every process: it creates the file named by the
@@ -84,6 +85,10 @@ def main():
             if name == "pid":
                 text(id_, str(os.getpid()))
             elif name == "wait":
+                token = (params.get("_meta") or {}).get("progressToken")
+                if token is not None:
+                    send({"jsonrpc": "2.0", "method": "notifications/progress",
+                          "params": {"progressToken": token, "progress": 1, "message": str(id_)}})
                 done = threading.Event()
                 waiting[id_] = done
                 threading.Thread(target=wait, args=(id_, args.get("ms", 1000), done), daemon=True).start()
