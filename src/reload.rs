@@ -127,6 +127,8 @@ fn tables_needing_restart(old: &Config, new: &Config) -> Vec<&'static str> {
         ("reload", old.reload != new.reload),
         ("log", old.log != new.log),
         ("auth", old.auth != new.auth),
+        ("gateway", old.gateway != new.gateway),
+        ("upstreams", old.upstreams != new.upstreams),
         ("command_tools", processes(old) != processes(new)),
     ]
     .into_iter()

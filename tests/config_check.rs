@@ -25,6 +25,13 @@ fn example_config_passes_check_when_its_secret_is_set() {
 }
 
 #[test]
+fn gateway_example_passes_check() {
+    let (ok, text) = check("gateway.toml", &[]);
+    assert!(ok, "{text}");
+    assert!(!text.contains("warning"), "{text}");
+}
+
+#[test]
 fn example_config_passes_check_without_its_secret_and_says_which_tool_is_disabled() {
     let (status, _, stderr) =
         common::run_check_without(&shipped("example.toml"), &[], &["GITHUB_TOKEN"]);
