@@ -688,3 +688,36 @@ async fn a_shared_upstream_serves_every_session_on_one_connection_with_its_own_i
         pid_b
     );
 }
+
+#[tokio::test]
+async fn a_subscription_to_an_upstream_resource_brings_its_updates() {
+    let server = TestServer::with_config(&format!(
+        "[[upstreams]]\nname = \"every\"\ncommand = [\"{}\"]\n",
+        everything()
+    ));
+    let session = server.client().connect().await;
+    let listed = session.call(json!(1), "resources/list", json!({})).await;
+    let uri = listed["resources"]
+        .as_array()
+        .and_then(|all| all.iter().find_map(|r| r["uri"].as_str()))
+        .expect("a resource")
+        .to_string();
+    let mut stream = SseReader::new(session.get(None).await);
+    session
+        .call(json!(2), "resources/subscribe", json!({ "uri": uri }))
+        .await;
+    // The upstream sends updates for its subscriptions every 5 s once asked to.
+    session
+        .call_tool_text(json!(3), "every__toggle-subscriber-updates", json!({}))
+        .await;
+    let updated = loop {
+        let Some((_, message)) = stream.next_message(Duration::from_secs(15)).await else {
+            break None;
+        };
+        if message["method"] == "notifications/resources/updated" {
+            break Some(message);
+        }
+    };
+    let updated = updated.expect("notifications/resources/updated");
+    assert_eq!(updated["params"]["uri"], uri.as_str(), "{updated}");
+}

@@ -204,6 +204,27 @@ pub(super) fn clashes(gateway: &Inner, taken: &FeatureSet) -> Vec<(String, Strin
     errors
 }
 
+/// The upstream that serves `uri`: the one whose catalog lists it, else the first whose
+/// resource template matches it.
+pub(super) fn owner_of(gateway: &Inner, uri: &str) -> Option<usize> {
+    let catalogs: Vec<Arc<Catalog>> = gateway.catalogs.iter().map(|c| c.load_full()).collect();
+    let listed = catalogs.iter().position(|c| {
+        c.resources
+            .iter()
+            .any(|r| r.get("uri").and_then(Value::as_str) == Some(uri))
+    });
+    listed.or_else(|| {
+        catalogs.iter().position(|c| {
+            c.templates.iter().any(|t| {
+                t.get("uriTemplate")
+                    .and_then(Value::as_str)
+                    .and_then(|p| crate::features::resources::UriTemplate::parse(p).ok())
+                    .is_some_and(|template| template.matches(uri).is_some())
+            })
+        })
+    })
+}
+
 /// Forwards one `tools/call`.
 async fn call(
     gateway: &Arc<Inner>,

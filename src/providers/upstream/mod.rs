@@ -331,6 +331,38 @@ impl Scope {
             && self.born.elapsed().as_millis() as u64 >= last + ttl.as_millis() as u64
     }
 
+    /// Subscribes to `uri` at the upstream that serves it, if one does, in the background:
+    /// a failure is logged, and the session's own subscription stands.
+    pub fn subscribe(self: &Arc<Self>, uri: &str) {
+        let Some(index) = catalog::owner_of(&self.gateway, uri) else {
+            return;
+        };
+        let (scope, uri) = (Arc::clone(self), uri.to_string());
+        tokio::spawn(async move {
+            let upstream = &scope.gateway.upstreams[index];
+            let conn = match upstream.scope {
+                UpstreamScope::Session => scope.connection(upstream).await,
+                UpstreamScope::Shared => shared_connection(&scope.gateway, upstream).await,
+            };
+            let params = serde_json::json!({ "uri": uri });
+            let outcome = match conn {
+                Ok(conn) => conn
+                    .request(
+                        "resources/subscribe",
+                        Some(params),
+                        None,
+                        upstream.call_timeout,
+                    )
+                    .await
+                    .map(|_| ()),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = outcome {
+                tracing::warn!(upstream = %upstream.name, %uri, error = %e, "subscribing upstream failed");
+            }
+        });
+    }
+
     async fn connection(&self, upstream: &Upstream) -> Result<Connection, UpstreamError> {
         let slot = &self.slots[upstream.index];
         slot.connection(
@@ -380,6 +412,25 @@ fn forwarding_client() -> ClientInfo {
     }
 }
 
+/// The one connection of a `scope = "shared"` upstream.
+async fn shared_connection(
+    gateway: &Arc<Inner>,
+    upstream: &Upstream,
+) -> Result<Connection, UpstreamError> {
+    // One connection serves every client, so it declares all that the gateway can forward;
+    // each request is still checked against its own client when it comes.
+    let client = forwarding_client();
+    gateway.shared[upstream.index]
+        .connection(
+            gateway,
+            upstream,
+            &client,
+            &gateway.shared_owner,
+            changes::UpstreamEvents::for_upstream(gateway, upstream.index),
+        )
+        .await
+}
+
 /// The connection a call to `upstream` uses, from the context's scope or the shared slot.
 async fn connection_for(
     gateway: &Arc<Inner>,
@@ -387,22 +438,7 @@ async fn connection_for(
     ctx: &crate::context::RequestContext,
 ) -> Result<(Connection, Option<Arc<Scope>>), UpstreamError> {
     match upstream.scope {
-        UpstreamScope::Shared => {
-            let slot = &gateway.shared[upstream.index];
-            // One connection serves every client, so it declares all that the gateway can
-            // forward; each request is still checked against its own client when it comes.
-            let client = forwarding_client();
-            let conn = slot
-                .connection(
-                    gateway,
-                    upstream,
-                    &client,
-                    &gateway.shared_owner,
-                    changes::UpstreamEvents::for_upstream(gateway, upstream.index),
-                )
-                .await?;
-            Ok((conn, None))
-        }
+        UpstreamScope::Shared => Ok((shared_connection(gateway, upstream).await?, None)),
         UpstreamScope::Session => {
             let Some(scope) = ctx.scope::<Scope>() else {
                 return Err(UpstreamError::Unavailable(format!(

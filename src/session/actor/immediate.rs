@@ -35,7 +35,13 @@ impl SessionActor {
                     crate::features::resources::ResourceError::NotFound(uri.into()),
                 ));
             }
-            self.subscriptions.insert(uri.to_string());
+            // A URI an upstream serves is subscribed there too, on this session's connection,
+            // so its `resources/updated` comes back here.
+            if self.subscriptions.insert(uri.to_string()) {
+                if let Some(upstreams) = &self.upstreams {
+                    upstreams.subscribe(uri);
+                }
+            }
         } else {
             self.subscriptions.remove(uri);
         }
