@@ -721,3 +721,26 @@ async fn a_subscription_to_an_upstream_resource_brings_its_updates() {
     let updated = updated.expect("notifications/resources/updated");
     assert_eq!(updated["params"]["uri"], uri.as_str(), "{updated}");
 }
+
+#[tokio::test]
+async fn a_call_past_the_upstreams_call_timeout_is_an_error_and_cancelled_there() {
+    let marker = format!("gw-timeout-{}", unique());
+    let server =
+        TestServer::with_config(&fixture_upstream("fx", &marker, "call_timeout = \"500ms\""));
+    let session = server.client().connect().await;
+    let result = session
+        .call(
+            json!(1),
+            "tools/call",
+            json!({ "name": "fx__wait", "arguments": { "ms": 5000 } }),
+        )
+        .await;
+    assert_eq!(result["isError"], true, "{result}");
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("500ms"), "{text}");
+    let cancelled = session
+        .call_tool_text(json!(2), "fx__cancelled", json!({}))
+        .await;
+    let ids: Vec<Value> = serde_json::from_str(&cancelled).expect("ids");
+    assert_eq!(ids.len(), 1, "the upstream was told: {cancelled}");
+}
