@@ -68,6 +68,19 @@ async fn tool_names(session: &common::Session) -> Vec<String> {
     }
 }
 
+/// The next message of `stream` that `wanted` accepts; the test fails if none comes in time.
+async fn next_where(stream: &mut SseReader, what: &str, wanted: impl Fn(&Value) -> bool) -> Value {
+    loop {
+        let (_, message) = stream
+            .next_message(WAIT)
+            .await
+            .unwrap_or_else(|| panic!("no {what} within {WAIT:?}"));
+        if wanted(&message) {
+            return message;
+        }
+    }
+}
+
 fn call(id: i64, name: &str, arguments: Value) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": { "name": name, "arguments": arguments } })
@@ -176,12 +189,10 @@ async fn the_upstreams_elicitation_is_answered_by_the_sessions_client() {
         .post_value(&call(1, "every__trigger-elicitation-request", json!({})))
         .await;
     let mut stream = SseReader::new(resp);
-    let request = loop {
-        let (_, message) = stream.next_message(WAIT).await.expect("elicitation/create");
-        if message["method"] == "elicitation/create" {
-            break message;
-        }
-    };
+    let request = next_where(&mut stream, "elicitation/create", |m| {
+        m["method"] == "elicitation/create"
+    })
+    .await;
     assert!(
         request["params"]["requestedSchema"]["properties"]["name"].is_object(),
         "{request}"
@@ -191,15 +202,7 @@ async fn the_upstreams_elicitation_is_answered_by_the_sessions_client() {
         session.answer(&request["id"], answer).await,
         StatusCode::ACCEPTED
     );
-    let response = loop {
-        let (_, message) = stream
-            .next_message(WAIT)
-            .await
-            .expect("the call's response");
-        if message["id"] == 1 {
-            break message;
-        }
-    };
+    let response = next_where(&mut stream, "the call's response", |m| m["id"] == 1).await;
     let text = response["result"]["content"].to_string();
     assert!(text.contains("Ada"), "the answer came back: {response}");
 }
@@ -503,26 +506,16 @@ async fn a_second_mcp_actor_over_http_is_served_through_its_own_session() {
         .post_value(&call(3, "inner__ask", json!({ "question": "Which one?" })))
         .await;
     let mut stream = SseReader::new(resp);
-    let request = loop {
-        let (_, message) = stream.next_message(WAIT).await.expect("elicitation/create");
-        if message["method"] == "elicitation/create" {
-            break message;
-        }
-    };
+    let request = next_where(&mut stream, "elicitation/create", |m| {
+        m["method"] == "elicitation/create"
+    })
+    .await;
     let answer = json!({ "action": "accept", "content": { "answer": "the second" } });
     assert_eq!(
         session.answer(&request["id"], answer).await,
         StatusCode::ACCEPTED
     );
-    let response = loop {
-        let (_, message) = stream
-            .next_message(WAIT)
-            .await
-            .expect("the call's response");
-        if message["id"] == 3 {
-            break message;
-        }
-    };
+    let response = next_where(&mut stream, "the call's response", |m| m["id"] == 3).await;
     assert!(
         response["result"].to_string().contains("the second"),
         "{response}"
@@ -631,15 +624,11 @@ async fn an_upstreams_list_change_reaches_every_session() {
         a.call_tool_text(json!(1), "fx__grow", json!({})).await,
         "grow"
     );
-    let changed = loop {
-        let Some((_, message)) = stream.next_message(WAIT).await else {
-            break false;
-        };
-        if message["method"] == "notifications/tools/list_changed" {
-            break true;
-        }
-    };
-    assert!(changed, "the other session was told");
+    // The other session is told.
+    next_where(&mut stream, "tools/list_changed", |m| {
+        m["method"] == "notifications/tools/list_changed"
+    })
+    .await;
     assert!(tool_names(&b).await.contains(&"fx__extra".to_string()));
     assert_eq!(
         b.call_tool_text(json!(2), "fx__extra", json!({})).await,
@@ -710,15 +699,10 @@ async fn a_subscription_to_an_upstream_resource_brings_its_updates() {
     session
         .call_tool_text(json!(3), "every__toggle-subscriber-updates", json!({}))
         .await;
-    let updated = loop {
-        let Some((_, message)) = stream.next_message(Duration::from_secs(15)).await else {
-            break None;
-        };
-        if message["method"] == "notifications/resources/updated" {
-            break Some(message);
-        }
-    };
-    let updated = updated.expect("notifications/resources/updated");
+    let updated = next_where(&mut stream, "resources/updated", |m| {
+        m["method"] == "notifications/resources/updated"
+    })
+    .await;
     assert_eq!(updated["params"]["uri"], uri.as_str(), "{updated}");
 }
 

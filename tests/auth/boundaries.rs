@@ -112,6 +112,17 @@ fn recording_upstream() -> (
     (format!("http://{addr}"), seen, stop)
 }
 
+/// Fails if any piece of the JWT `token` is in `text`: each of its three parts, and the
+/// whole.
+fn assert_no_token(text: &str, token: &str) {
+    for piece in token.split('.').chain([token]) {
+        assert!(
+            !text.contains(piece),
+            "the client's token reached an upstream:\n{text}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn http_tools_never_forward_the_clients_token() {
     let key = Signer::generate("k1");
@@ -151,16 +162,8 @@ input_schema = {{ type = "object", properties = {{ q = {{ type = "string" }} }} 
 
     let seen = seen.lock().expect("record").clone();
     assert_eq!(seen.len(), 4, "every call reached the upstream: {seen:#?}");
-    // Any piece of the token would be a leak: each of its three parts, and the whole.
-    let pieces: Vec<&str> = token.split('.').chain([token.as_str()]).collect();
     for request in &seen {
-        let whole = request.whole();
-        for piece in &pieces {
-            assert!(
-                !whole.contains(piece),
-                "the client's token reached the upstream:\n{whole}"
-            );
-        }
+        assert_no_token(&request.whole(), &token);
         if request.target.contains("/keyed") {
             assert_eq!(
                 request.header("authorization"),
@@ -215,13 +218,7 @@ command = ["{}"]
         .call_tool_text(json!(3), "every__get-env", json!({}))
         .await;
 
-    let pieces: Vec<&str> = token.split('.').chain([token.as_str()]).collect();
-    for piece in &pieces {
-        assert!(
-            !env.contains(piece),
-            "the client's token reached the stdio upstream"
-        );
-    }
+    assert_no_token(&env, &token);
     let seen = seen.lock().expect("record").clone();
     let calls = seen
         .iter()
@@ -229,13 +226,7 @@ command = ["{}"]
         .count();
     assert_eq!(calls, 2, "both calls went upstream: {seen:#?}");
     for request in &seen {
-        let whole = request.whole();
-        for piece in &pieces {
-            assert!(
-                !whole.contains(piece),
-                "the client's token reached the upstream:\n{whole}"
-            );
-        }
+        assert_no_token(&request.whole(), &token);
         assert_eq!(
             request.header("authorization"),
             Some("Bearer server-own-credential"),
