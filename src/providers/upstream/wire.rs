@@ -393,12 +393,13 @@ impl Task {
                         .send(response.outcome.map_err(UpstreamError::Rpc));
                 }
             }
-            Message::Notification(n) => self.on_notification(&n.method, n.params),
+            Message::Notification(n) => self.on_notification(&n.method, n.params).await,
             Message::Request(request) => self.on_request(request).await,
         }
     }
 
-    fn on_notification(&mut self, method: &str, params: Option<Value>) {
+    /// Delivered before the next message is read: in order, and before the response.
+    async fn on_notification(&mut self, method: &str, params: Option<Value>) {
         let params = params.unwrap_or(Value::Null);
         match method {
             "notifications/progress" => {
@@ -417,9 +418,7 @@ impl Task {
                     .get("message")
                     .and_then(Value::as_str)
                     .map(String::from);
-                tokio::spawn(
-                    async move { ctx.progress(progress, total, message.as_deref()).await },
-                );
+                ctx.progress(progress, total, message.as_deref()).await;
             }
             "notifications/message" => {
                 let Some(ctx) = self.latest_call() else {
@@ -433,7 +432,7 @@ impl Task {
                     .and_then(Value::as_str)
                     .map(String::from);
                 let data = params.get("data").cloned().unwrap_or(Value::Null);
-                tokio::spawn(async move { ctx.log(level, logger.as_deref(), data).await });
+                ctx.log(level, logger.as_deref(), data).await;
             }
             "notifications/tools/list_changed"
             | "notifications/resources/list_changed"
