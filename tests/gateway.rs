@@ -44,6 +44,14 @@ fn time_server() -> String {
     installed(".tools/upstreams-py/bin/mcp-server-time")
 }
 
+/// A server whose one upstream is server-everything, as `every`.
+fn serving_everything() -> TestServer {
+    TestServer::with_config(&format!(
+        "[[upstreams]]\nname = \"every\"\ncommand = [\"{}\"]\n",
+        everything()
+    ))
+}
+
 /// `[[upstreams]]` running the fixture, its processes marked with `marker`.
 fn fixture_upstream(name: &str, marker: &str, extra: &str) -> String {
     let script = installed("tests/upstreams/fixture.py");
@@ -139,10 +147,7 @@ async fn upstream_tools_are_listed_and_called_under_their_prefix() {
 
 #[tokio::test]
 async fn progress_and_logs_from_the_upstream_reach_the_calls_stream() {
-    let server = TestServer::with_config(&format!(
-        "[[upstreams]]\nname = \"every\"\ncommand = [\"{}\"]\n",
-        everything()
-    ));
+    let server = serving_everything();
     let session = server.client().connect().await;
     let mut body = call(
         1,
@@ -180,10 +185,7 @@ async fn progress_and_logs_from_the_upstream_reach_the_calls_stream() {
 
 #[tokio::test]
 async fn the_upstreams_elicitation_is_answered_by_the_sessions_client() {
-    let server = TestServer::with_config(&format!(
-        "[[upstreams]]\nname = \"every\"\ncommand = [\"{}\"]\n",
-        everything()
-    ));
+    let server = serving_everything();
     let session = server.client().connect().await;
     let resp = session
         .post_value(&call(1, "every__trigger-elicitation-request", json!({})))
@@ -209,10 +211,7 @@ async fn the_upstreams_elicitation_is_answered_by_the_sessions_client() {
 
 #[tokio::test]
 async fn the_upstreams_sampling_becomes_input_required_for_a_modern_client() {
-    let server = TestServer::with_config(&format!(
-        "[[upstreams]]\nname = \"every\"\ncommand = [\"{}\"]\n",
-        everything()
-    ));
+    let server = serving_everything();
     let client = client_of(&server);
     let ask = Modern::call(
         1,
@@ -344,10 +343,7 @@ async fn a_crashed_upstream_gives_an_error_with_its_stderr_and_the_next_call_res
 
 #[tokio::test]
 async fn each_session_gets_its_own_upstream_process_and_state() {
-    let server = TestServer::with_config(&format!(
-        "[[upstreams]]\nname = \"every\"\ncommand = [\"{}\"]\n",
-        everything()
-    ));
+    let server = serving_everything();
     let (a, b) = (
         server.client().connect().await,
         server.client().connect().await,
@@ -546,10 +542,7 @@ async fn a_second_mcp_actor_over_http_is_served_through_its_own_session() {
 
 #[tokio::test]
 async fn upstream_resources_and_prompts_are_listed_and_forwarded() {
-    let server = TestServer::with_config(&format!(
-        "[[upstreams]]\nname = \"every\"\ncommand = [\"{}\"]\n",
-        everything()
-    ));
+    let server = serving_everything();
     let session = server.client().connect().await;
     let listed = session.call(json!(1), "resources/list", json!({})).await;
     let resource = listed["resources"]
@@ -680,10 +673,7 @@ async fn a_shared_upstream_serves_every_session_on_one_connection_with_its_own_i
 
 #[tokio::test]
 async fn a_subscription_to_an_upstream_resource_brings_its_updates() {
-    let server = TestServer::with_config(&format!(
-        "[[upstreams]]\nname = \"every\"\ncommand = [\"{}\"]\n",
-        everything()
-    ));
+    let server = serving_everything();
     let session = server.client().connect().await;
     let listed = session.call(json!(1), "resources/list", json!({})).await;
     let uri = listed["resources"]
@@ -727,4 +717,44 @@ async fn a_call_past_the_upstreams_call_timeout_is_an_error_and_cancelled_there(
         .await;
     let ids: Vec<Value> = serde_json::from_str(&cancelled).expect("ids");
     assert_eq!(ids.len(), 1, "the upstream was told: {cancelled}");
+}
+
+#[tokio::test]
+async fn upstream_processes_past_a_sessions_cap_are_refused_by_name() {
+    let marker = format!("gw-cap-{}", unique());
+    let server = TestServer::with_config(&format!(
+        "[gateway]\nmax_children_per_session = 1\n{}{}",
+        fixture_upstream("one", &marker, ""),
+        fixture_upstream("two", &marker, "")
+    ));
+    let session = server.client().connect().await;
+    session
+        .call_tool_text(json!(1), "one__pid", json!({}))
+        .await;
+    let refused = session
+        .call(
+            json!(2),
+            "tools/call",
+            json!({ "name": "two__pid", "arguments": {} }),
+        )
+        .await;
+    assert_eq!(refused["isError"], true, "{refused}");
+    let text = refused["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("gateway.max_children_per_session"), "{text}");
+    // Another session has its own share.
+    let other = server.client().connect().await;
+    other.call_tool_text(json!(3), "two__pid", json!({})).await;
+}
+
+#[tokio::test]
+async fn an_upstream_that_never_initializes_leaves_the_server_serving_the_rest() {
+    let server = TestServer::with_config(&format!(
+        "[[upstreams]]\nname = \"mute\"\ncommand = [\"sleep\", \"60\"]\nstartup_timeout = \"1s\"\n\
+         [[upstreams]]\nname = \"every\"\ncommand = [\"{}\"]\n",
+        everything()
+    ));
+    let session = server.client().connect().await;
+    let names = tool_names(&session).await;
+    assert!(names.iter().any(|n| n.starts_with("every__")), "{names:?}");
+    assert!(!names.iter().any(|n| n.starts_with("mute__")), "{names:?}");
 }
