@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""A stdlib-only MCP server for checking mcp-bench's `progress` and `resume` subcommands
+where the server under test has no `progress` tool yet. Not a benchmark target.
+
+Serves POST/GET/DELETE on /mcp (threads, HTTP/1.1 keep-alive):
+  * handshake era: initialize (Mcp-Session-Id), notifications/initialized (202),
+    tools/call echo (JSON) and progress (SSE: a priming event, `count` progress
+    notifications, the result; every event has an id `<stream>.<seq>`), GET +
+    Last-Event-ID replaying a POST stream's events after that id, DELETE;
+  * 2026-07-28 (MCP-Protocol-Version: 2026-07-28): tools/call echo and progress
+    (SSE without ids).
+  --no-resume answers GET with 405 (to see `mcp-bench resume` report "not supported").
+
+    python3 progress_server.py PORT [--no-resume]
+"""
+import json, sys, threading, uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+STREAMS = {}  # stream id -> list of (event id, data)
+LOCK = threading.Lock()
+NO_RESUME = "--no-resume" in sys.argv
+
+
+def sse(events):
+    out = []
+    for eid, data in events:
+        if eid is not None:
+            out.append(f"id: {eid}\n")
+        out.append(f"data: {data}\n\n")
+    return "".join(out).encode()
+
+
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def send(self, status, body=b"", ctype="application/json", headers=()):
+        self.send_response(status)
+        if body:
+            self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in headers:
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_DELETE(self):
+        self.send(200)
+
+    def do_GET(self):
+        last = self.headers.get("Last-Event-ID")
+        if NO_RESUME or not last:
+            return self.send(405, b'{"error":"no resumption"}')
+        sid = last.split(".")[0]
+        with LOCK:
+            events = STREAMS.get(sid)
+        if events is None:
+            return self.send(404, b'{"error":"unknown stream"}')
+        ids = [e[0] for e in events]
+        if last not in ids:
+            return self.send(400, b'{"error":"unknown event id"}')
+        rest = events[ids.index(last) + 1:]
+        self.send(200, sse(rest), "text/event-stream")
+
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length", "0"))
+        msg = json.loads(self.rfile.read(n))
+        modern = self.headers.get("MCP-Protocol-Version") == "2026-07-28"
+        if "id" not in msg:
+            return self.send(202)
+        rid, method, params = msg["id"], msg["method"], msg.get("params", {})
+        if method == "initialize":
+            res = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                   "serverInfo": {"name": "progress-test", "version": "0"}}
+            body = json.dumps({"jsonrpc": "2.0", "id": rid, "result": res}).encode()
+            return self.send(200, body, headers=[("Mcp-Session-Id", uuid.uuid4().hex)])
+        if method != "tools/call":
+            err = {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "no"}}
+            return self.send(404, json.dumps(err).encode())
+        name, args = params["name"], params.get("arguments", {})
+        extra = {"resultType": "complete"} if modern else {}
+        if name == "echo":
+            res = {"content": [{"type": "text", "text": args["text"]}], **extra}
+            return self.send(200, json.dumps({"jsonrpc": "2.0", "id": rid, "result": res}).encode())
+        count = int(args["count"])
+        token = params.get("_meta", {}).get("progressToken")
+        msgs = []
+        if token is not None:
+            for i in range(count):
+                msgs.append({"jsonrpc": "2.0", "method": "notifications/progress",
+                             "params": {"progressToken": token, "progress": i + 1, "total": count}})
+        res = {"content": [{"type": "text", "text": str(count)}], **extra}
+        msgs.append({"jsonrpc": "2.0", "id": rid, "result": res})
+        if modern:
+            events = [(None, json.dumps(m)) for m in msgs]
+        else:
+            sid = uuid.uuid4().hex[:12]
+            events = [(f"{sid}.0", "")] + [(f"{sid}.{i + 1}", json.dumps(m)) for i, m in enumerate(msgs)]
+            with LOCK:
+                STREAMS[sid] = events
+        self.send(200, sse(events), "text/event-stream")
+
+
+ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
