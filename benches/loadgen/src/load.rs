@@ -652,6 +652,12 @@ pub async fn resume(a: ResumeArgs) -> Result<Outcome, String> {
                     return Err(Fail::Failed(format!("id {id}: HTTP {st}: {}", r.text().await)));
                 }
                 if !r.is_sse() {
+                    // A JSON reply: an error is a failure; a result means no stream to resume.
+                    if let Ok(Some(ev)) = r.next().await {
+                        if let Some(e) = ev.msg.get("error") {
+                            return Err(Fail::Failed(format!("id {id}: JSON-RPC error {e}")));
+                        }
+                    }
                     return Err(Fail::Unsupported(format!(
                         "the reply to tools/call progress is {:?}, not an event stream: nothing to resume", r.content_type)));
                 }
