@@ -10,8 +10,11 @@ Serves POST/GET/DELETE on /mcp (threads, HTTP/1.1 keep-alive):
   * 2026-07-28 (MCP-Protocol-Version: 2026-07-28): tools/call echo and progress
     (SSE without ids).
   --no-resume answers GET with 405 (to see `mcp-bench resume` report "not supported").
+  --faulty breaks replies on a fixed schedule: every 7th echo returns another text, every
+    11th request is answered with another id, every 5th progress call loses one progress
+    notification and every 9th repeats one (`mcp-bench` must count them as mismatched).
 
-    python3 progress_server.py PORT [--no-resume]
+    python3 progress_server.py PORT [--no-resume] [--faulty]
 """
 import json, sys, threading, uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,6 +22,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 STREAMS = {}  # stream id -> list of (event id, data)
 LOCK = threading.Lock()
 NO_RESUME = "--no-resume" in sys.argv
+FAULTY = "--faulty" in sys.argv
+COUNTER = {"echo": 0, "progress": 0, "all": 0}
+
+
+def fault(kind, every):
+    if not FAULTY:
+        return False
+    with LOCK:
+        COUNTER[kind] += 1
+        return COUNTER[kind] % every == 0
 
 
 def sse(events):
@@ -81,8 +94,11 @@ class H(BaseHTTPRequestHandler):
             return self.send(404, json.dumps(err).encode())
         name, args = params["name"], params.get("arguments", {})
         extra = {"resultType": "complete"} if modern else {}
+        if fault("all", 11):
+            rid = rid + 1 if isinstance(rid, int) else rid + "x"
         if name == "echo":
-            res = {"content": [{"type": "text", "text": args["text"]}], **extra}
+            text = args["text"] + ("!" if fault("echo", 7) else "")
+            res = {"content": [{"type": "text", "text": text}], **extra}
             return self.send(200, json.dumps({"jsonrpc": "2.0", "id": rid, "result": res}).encode())
         count = int(args["count"])
         token = params.get("_meta", {}).get("progressToken")
@@ -91,6 +107,10 @@ class H(BaseHTTPRequestHandler):
             for i in range(count):
                 msgs.append({"jsonrpc": "2.0", "method": "notifications/progress",
                              "params": {"progressToken": token, "progress": i + 1, "total": count}})
+            if msgs and fault("progress", 5):
+                msgs.pop(len(msgs) // 2)
+            elif msgs and COUNTER["progress"] % 9 == 8:
+                msgs.insert(len(msgs) // 2, msgs[len(msgs) // 2])
         res = {"content": [{"type": "text", "text": str(count)}], **extra}
         msgs.append({"jsonrpc": "2.0", "id": rid, "result": res})
         if modern:

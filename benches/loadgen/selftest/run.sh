@@ -1,0 +1,51 @@
+#!/bin/sh
+# Checks mcp-bench's verification against selftest/progress_server.py: a clean server
+# gives exit 0 and no failures; a --faulty one gives exit 1 with mismatches in every
+# scenario; --no-resume makes `resume` exit 3 ("not supported"). Needs python3 and a
+# built target/release/mcp-bench. Ends with "N passed, M failed".
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+bench=${MCP_BENCH:-$here/../target/release/mcp-bench}
+port=${PORT:-18190}
+pass=0
+fail=0
+tmp=$(mktemp -d)
+start() { python3 "$here/progress_server.py" "$1" $2 >/dev/null 2>&1 & echo $!; }
+check() { # name expected-exit command...
+    name=$1 want=$2
+    shift 2
+    "$@" >"$tmp/out" 2>&1
+    got=$?
+    mism=$(awk '$1 == "mismatched" { print $2 }' "$tmp/out")
+    ok=1
+    [ "$got" = "$want" ] || ok=0
+    if [ "$want" = 1 ] && [ "${mism:-0}" = 0 ]; then ok=0; fi
+    if [ $ok = 1 ]; then pass=$((pass + 1)); echo "pass: $name"
+    else fail=$((fail + 1)); echo "FAIL: $name (exit $got, wanted $want)"; sed 's/^/    /' "$tmp/out"; fi
+}
+clean=$(start $port "")
+faulty=$(start $((port + 1)) --faulty)
+nores=$(start $((port + 2)) --no-resume)
+for p in $port $((port + 1)) $((port + 2)); do
+    python3 -c "
+import socket, sys, time
+for _ in range(100):
+    try:
+        socket.create_connection(('127.0.0.1', $p), 1).close(); sys.exit(0)
+    except OSError:
+        time.sleep(0.1)
+sys.exit(1)" || echo "server on port $p did not start"
+done
+u() { echo "http://127.0.0.1:$1/mcp"; }
+o="-d 1 -w 0.2 -s 2 -c 2"
+for s in "echo --era legacy" "echo --era modern" "progress --era legacy" "progress --era modern"; do
+    check "clean $s" 0 "$bench" $s --url "$(u $port)" $o
+    check "faulty $s" 1 "$bench" $s --url "$(u $((port + 1)))" $o
+done
+check "clean resume" 0 "$bench" resume --url "$(u $port)" -d 1 -w 0.2 -s 2 --events 35
+check "faulty resume" 1 "$bench" resume --url "$(u $((port + 1)))" -d 1 -w 0.2 -s 2 --events 35
+check "no-resume resume" 3 "$bench" resume --url "$(u $((port + 2)))" -d 1 -w 0.2 -s 1
+kill $clean $faulty $nores 2>/dev/null
+rm -rf "$tmp"
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]
