@@ -9,6 +9,9 @@ Serves POST/GET/DELETE on /mcp (threads, HTTP/1.1 keep-alive):
     Last-Event-ID replaying a POST stream's events after that id, DELETE;
   * 2026-07-28 (MCP-Protocol-Version: 2026-07-28): tools/call echo and progress
     (SSE without ids).
+  * list_changed: GET without Last-Event-ID opens a session's GET stream (handshake era),
+    `subscriptions/listen` a listen stream (2026-07-28); `POST /bench/list-changed` sends
+    notifications/tools/list_changed to every open stream.
   --no-resume answers GET with 405 (to see `mcp-bench resume` report "not supported").
   --faulty breaks replies on a fixed schedule: every 7th echo returns another text, every
     11th request is answered with another id, every 5th progress call loses one progress
@@ -24,6 +27,8 @@ LOCK = threading.Lock()
 NO_RESUME = "--no-resume" in sys.argv
 FAULTY = "--faulty" in sys.argv
 COUNTER = {"echo": 0, "progress": 0, "all": 0}
+CHANGED = threading.Condition()
+GENERATION = [0]
 
 
 def fault(kind, every):
@@ -62,8 +67,34 @@ class H(BaseHTTPRequestHandler):
     def do_DELETE(self):
         self.send(200)
 
+    def hold_stream(self, first, sub_id):
+        """Streams `first` (if any), then one list_changed per POST /bench/list-changed."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        if first is not None:
+            self.wfile.write(sse([(None, json.dumps(first))]))
+            self.wfile.flush()
+        with CHANGED:
+            seen = GENERATION[0]
+        params = {"_meta": {"io.modelcontextprotocol/subscriptionId": sub_id}} if sub_id is not None else {}
+        note = json.dumps({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": params})
+        try:
+            while True:
+                with CHANGED:
+                    CHANGED.wait_for(lambda: GENERATION[0] != seen)
+                    seen = GENERATION[0]
+                self.wfile.write(sse([(None, note)]))
+                self.wfile.flush()
+        except OSError:
+            pass
+
     def do_GET(self):
         last = self.headers.get("Last-Event-ID")
+        if not last and self.headers.get("Mcp-Session-Id"):
+            return self.hold_stream(None, None)
         if NO_RESUME or not last:
             return self.send(405, b'{"error":"no resumption"}')
         sid = last.split(".")[0]
@@ -79,7 +110,13 @@ class H(BaseHTTPRequestHandler):
 
     def do_POST(self):
         n = int(self.headers.get("Content-Length", "0"))
-        msg = json.loads(self.rfile.read(n))
+        body = self.rfile.read(n)
+        if self.path == "/bench/list-changed":
+            with CHANGED:
+                GENERATION[0] += 1
+                CHANGED.notify_all()
+            return self.send(200)
+        msg = json.loads(body)
         modern = self.headers.get("MCP-Protocol-Version") == "2026-07-28"
         if "id" not in msg:
             return self.send(202)
@@ -89,6 +126,11 @@ class H(BaseHTTPRequestHandler):
                    "serverInfo": {"name": "progress-test", "version": "0"}}
             body = json.dumps({"jsonrpc": "2.0", "id": rid, "result": res}).encode()
             return self.send(200, body, headers=[("Mcp-Session-Id", uuid.uuid4().hex)])
+        if method == "subscriptions/listen" and modern:
+            ack = {"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                   "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": rid},
+                              "notifications": {"toolsListChanged": True}}}
+            return self.hold_stream(ack, rid)
         if method != "tools/call":
             err = {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "no"}}
             return self.send(404, json.dumps(err).encode())
@@ -123,4 +165,5 @@ class H(BaseHTTPRequestHandler):
         self.send(200, sse(events), "text/event-stream")
 
 
+ThreadingHTTPServer.daemon_threads = True
 ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Checks mcp-bench's verification against selftest/progress_server.py: a clean server
-# gives exit 0 and no failures; a --faulty one gives exit 1 with mismatches in every
+# gives exit 0 and no failures (echo, progress, streams with --trigger-url, resume); a --faulty one gives exit 1 with mismatches in every
 # scenario; --no-resume makes `resume` exit 3 ("not supported"). Needs python3 and a
 # built target/release/mcp-bench. Ends with "N passed, M failed".
 set -u
@@ -41,6 +41,10 @@ o="-d 1 -w 0.2 -s 2 -c 2"
 for s in "echo --era legacy" "echo --era modern" "progress --era legacy" "progress --era modern"; do
     check "clean $s" 0 "$bench" $s --url "$(u $port)" $o
     check "faulty $s" 1 "$bench" $s --url "$(u $((port + 1)))" $o
+done
+for era in legacy modern; do
+    check "clean streams --era $era" 0 "$bench" streams --era $era --url "$(u $port)" --count 40 --parallel 20 \
+        --rounds 2 --trigger-url "http://127.0.0.1:$port/bench/list-changed"
 done
 check "clean resume" 0 "$bench" resume --url "$(u $port)" -d 1 -w 0.2 -s 2 --events 35
 check "faulty resume" 1 "$bench" resume --url "$(u $((port + 1)))" -d 1 -w 0.2 -s 2 --events 35
