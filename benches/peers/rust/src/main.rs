@@ -20,13 +20,16 @@ use axum::serve::ListenerExt;
 use rmcp::{
     ErrorData, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
-        ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
-        ElicitationSchema, InputRequest, InputRequests, InputRequiredResult, JsonObject,
-        ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
-        ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
+        ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, InputRequest,
+        InputRequests, InputRequiredResult, JsonObject, ListToolsResult, PaginatedRequestParams,
+        ProgressNotificationParam, ProtocolVersion, ServerCapabilities, ServerConfig,
+        SubscriptionFilter, Tool,
     },
-    service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext, SubscriptionSink},
+    service::{
+        NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext,
+        SubscriptionSink,
+    },
     transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     },
@@ -64,7 +67,10 @@ impl Listeners {
             }
         }
         if !closed.is_empty() {
-            self.streams.lock().unwrap().retain(|sink| !closed.contains(sink.id()));
+            self.streams
+                .lock()
+                .unwrap()
+                .retain(|sink| !closed.contains(sink.id()));
         }
         sent
     }
@@ -88,14 +94,26 @@ fn tools() -> Vec<Tool> {
         schema(json!({"type": "object", "properties": {name: {"type": ty}}, "required": [name]}))
     };
     vec![
-        Tool::new("echo", "Return the given text unchanged", one("text", "string")),
-        Tool::new("sleep", "Sleep for ms milliseconds, then return \"ok\"", one("ms", "integer")),
+        Tool::new(
+            "echo",
+            "Return the given text unchanged",
+            one("text", "string"),
+        ),
+        Tool::new(
+            "sleep",
+            "Sleep for ms milliseconds, then return \"ok\"",
+            one("ms", "integer"),
+        ),
         Tool::new(
             "progress",
             "Send count progress notifications, then return the count",
             one("count", "integer"),
         ),
-        Tool::new("ask", "Ask the user a question (form elicitation) and return the answer", one("question", "string")),
+        Tool::new(
+            "ask",
+            "Ask the user a question (form elicitation) and return the answer",
+            one("question", "string"),
+        ),
     ]
 }
 
@@ -152,21 +170,30 @@ impl BenchServer {
             return Ok(text(answer_text(&result)));
         }
         // 2026-07-28: input_required first, the answer on the client's retry.
-        if let Some(response) = request.input_responses.as_ref().and_then(|r| r.get(ASK_KEY)) {
-            let result: ElicitResult = serde_json::from_value(response.clone())
-                .map_err(|e| ErrorData::invalid_params(format!("bad elicitation result: {e}"), None))?;
+        if let Some(response) = request
+            .input_responses
+            .as_ref()
+            .and_then(|r| r.get(ASK_KEY))
+        {
+            let result: ElicitResult = serde_json::from_value(response.clone()).map_err(|e| {
+                ErrorData::invalid_params(format!("bad elicitation result: {e}"), None)
+            })?;
             return Ok(text(answer_text(&result)));
         }
         let mut requests = InputRequests::new();
         requests.insert(
             ASK_KEY.to_string(),
-            InputRequest::Elicitation(ElicitRequest::new(ElicitRequestParams::FormElicitationParams {
-                meta: None,
-                message: question,
-                requested_schema: answer_schema(),
-            })),
+            InputRequest::Elicitation(ElicitRequest::new(
+                ElicitRequestParams::FormElicitationParams {
+                    meta: None,
+                    message: question,
+                    requested_schema: answer_schema(),
+                },
+            )),
         );
-        Ok(CallToolResponse::InputRequired(InputRequiredResult::from_input_requests(requests)))
+        Ok(CallToolResponse::InputRequired(
+            InputRequiredResult::from_input_requests(requests),
+        ))
     }
 }
 
@@ -176,7 +203,12 @@ fn argument<'a>(request: &'a CallToolRequestParams, name: &str) -> Option<&'a Va
 
 impl ServerHandler for BenchServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
     }
 
     async fn list_tools(
@@ -196,19 +228,26 @@ impl ServerHandler for BenchServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let missing = |name: &str| ErrorData::invalid_params(format!("missing argument {name}"), None);
+        let missing =
+            |name: &str| ErrorData::invalid_params(format!("missing argument {name}"), None);
         match request.name.as_ref() {
             "echo" => {
-                let t = argument(&request, "text").and_then(Value::as_str).ok_or_else(|| missing("text"))?;
+                let t = argument(&request, "text")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| missing("text"))?;
                 Ok(text(t))
             }
             "sleep" => {
-                let ms = argument(&request, "ms").and_then(Value::as_u64).ok_or_else(|| missing("ms"))?;
+                let ms = argument(&request, "ms")
+                    .and_then(Value::as_u64)
+                    .ok_or_else(|| missing("ms"))?;
                 tokio::time::sleep(Duration::from_millis(ms)).await;
                 Ok(text("ok"))
             }
             "progress" => {
-                let count = argument(&request, "count").and_then(Value::as_u64).ok_or_else(|| missing("count"))?;
+                let count = argument(&request, "count")
+                    .and_then(Value::as_u64)
+                    .ok_or_else(|| missing("count"))?;
                 if let Some(token) = context.meta.get_progress_token() {
                     for i in 1..=count {
                         let mut param = ProgressNotificationParam::new(token.clone(), i as f64);
@@ -223,11 +262,16 @@ impl ServerHandler for BenchServer {
                 Ok(text(count.to_string()))
             }
             "ask" => {
-                let q = argument(&request, "question").and_then(Value::as_str).ok_or_else(|| missing("question"))?;
+                let q = argument(&request, "question")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| missing("question"))?;
                 let q = q.to_string();
                 self.ask(&request, q, context).await
             }
-            other => Err(ErrorData::invalid_params(format!("unknown tool {other}"), None)),
+            other => Err(ErrorData::invalid_params(
+                format!("unknown tool {other}"),
+                None,
+            )),
         }
     }
 
@@ -235,7 +279,10 @@ impl ServerHandler for BenchServer {
         self.listeners.sessions.lock().unwrap().push(context.peer);
     }
 
-    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
         let mut accepted = SubscriptionFilter::new();
         accepted.tools_list_changed = requested.tools_list_changed.filter(|b| *b);
         Some(accepted)
@@ -243,11 +290,19 @@ impl ServerHandler for BenchServer {
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         if context.accepted().tools_list_changed == Some(true) {
-            self.listeners.streams.lock().unwrap().push(context.sink().clone());
+            self.listeners
+                .streams
+                .lock()
+                .unwrap()
+                .push(context.sink().clone());
         }
         context.cancelled().await;
         let id = context.sink().id().clone();
-        self.listeners.streams.lock().unwrap().retain(|sink| sink.id() != &id);
+        self.listeners
+            .streams
+            .lock()
+            .unwrap()
+            .retain(|sink| sink.id() != &id);
         Ok(())
     }
 }
@@ -260,18 +315,25 @@ async fn main() -> std::io::Result<()> {
         .parse()
         .expect("the port is a number");
     let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into());
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
 
     let listeners = Arc::new(Listeners::default());
     let tools = Arc::new(tools());
-    let server = BenchServer { listeners: listeners.clone(), tools };
+    let server = BenchServer {
+        listeners: listeners.clone(),
+        tools,
+    };
     // rmcp's defaults: stateful sessions for the handshake era, SSE replies (no JSON
     // response mode), loopback-only Host check.
-    let service: StreamableHttpService<BenchServer, LocalSessionManager> = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Default::default(),
-        StreamableHttpServerConfig::default(),
-    );
+    let service: StreamableHttpService<BenchServer, LocalSessionManager> =
+        StreamableHttpService::new(
+            move || Ok(server.clone()),
+            Default::default(),
+            StreamableHttpServerConfig::default(),
+        );
     let app = axum::Router::new()
         .route(
             "/bench/list-changed",
@@ -287,9 +349,11 @@ async fn main() -> std::io::Result<()> {
 
     // TCP_NODELAY on every accepted socket, as mcp-actor and the limit do: SSE replies
     // go out in several small writes, which Nagle would hold for the delayed ACK.
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await?
+        .tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
     axum::serve(listener, app)
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
