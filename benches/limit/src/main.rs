@@ -8,11 +8,19 @@
 //! our own MCP machinery; this server's own figures are what axum + hyper + tokio
 //! cost on this machine.
 //!
-//! Flow (the kit's): `initialize` gets a fixed result (the requested protocol
-//! version echoed) and an `Mcp-Session-Id` from a counter; notifications get 202;
-//! `tools/call` gets `{"content":[{"type":"text","text":<same text>}]}` (the
-//! kit's `sleep` tool sleeps `ms` first and answers "ok", so `SxC:sleep` scenarios
-//! work too); `DELETE` gets 200.
+//! Handshake-era flow (the kit's): `initialize` gets a fixed result (the requested
+//! protocol version echoed) and an `Mcp-Session-Id` from a counter; notifications get
+//! 202; `tools/call` gets `{"content":[{"type":"text","text":<same text>}]}` (the kit's
+//! `sleep` tool sleeps `ms` first and answers "ok", so `SxC:sleep` scenarios work too);
+//! `DELETE` gets 200.
+//!
+//! 2026-07-28 flow (stateless): a POST whose `MCP-Protocol-Version` header is
+//! `2026-07-28` gets, for a request, the result `mcp-actor` gives a 2026-07-28 call of
+//! its `echo` (or `sleep`) tool, byte for byte apart from the server's identity:
+//! `{"_meta":{"io.modelcontextprotocol/serverInfo":{...}},"content":[{"text":...,
+//! "type":"text"}],"resultType":"complete"}` (`mcp-actor` writes keys sorted), as
+//! `application/json`, no session header; a notification gets 202. Neither the
+//! envelope nor the routing headers are checked.
 //!
 //! Usage: `mcp-limit --port PORT` (127.0.0.1).
 
@@ -20,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::serve::ListenerExt;
@@ -57,17 +65,37 @@ fn parse_port() -> u16 {
     }
 }
 
-async fn answer(body: Bytes) -> Response {
+/// The one protocol version whose requests are answered statelessly.
+const MODERN: &[u8] = b"2026-07-28";
+
+async fn answer(headers: HeaderMap, body: Bytes) -> Response {
     let Ok(request) = serde_json::from_slice::<Value>(&body) else {
         return StatusCode::BAD_REQUEST.into_response();
     };
+    let modern = headers
+        .get("mcp-protocol-version")
+        .is_some_and(|v| v.as_bytes() == MODERN);
     let method = request.get("method").and_then(Value::as_str).unwrap_or("");
     match (method, request.get("id")) {
         (_, None) => StatusCode::ACCEPTED.into_response(),
+        (_, Some(id)) if modern => call_tool(id, &request, Era::Modern).await,
         ("initialize", Some(id)) => initialize(id, &request),
-        (_, Some(id)) => call_tool(id, &request).await,
+        (_, Some(id)) => call_tool(id, &request, Era::Handshake).await,
     }
 }
+
+#[derive(Clone, Copy, PartialEq)]
+enum Era {
+    /// 2025-11-25 and before: the result is the bare `CallToolResult`.
+    Handshake,
+    /// 2026-07-28: the result also carries `resultType` and `_meta` serverInfo.
+    Modern,
+}
+
+/// The `_meta` every 2026-07-28 result carries, with `mcp-actor`'s default fields
+/// (name, title, version, description), each as long as `mcp-actor`'s default, so the
+/// reply is as long as its reply to the same call.
+const MODERN_META: &[u8] = br#""_meta":{"io.modelcontextprotocol/serverInfo":{"description":"Canned replies and no MCP logic: the ceiling","name":"mcp-limit","title":"mcp-limit","version":"0.0.0"}},"#;
 
 /// Once per session, so clarity wins over speed here.
 fn initialize(id: &Value, request: &Value) -> Response {
@@ -96,22 +124,32 @@ fn initialize(id: &Value, request: &Value) -> Response {
 /// The hot path, kept as lean as a real server could make it: the id and the text are
 /// borrowed from the parsed request and written straight into the reply, with no
 /// intermediate `Value` tree (and no `Value::pointer`, which allocates per segment).
-async fn call_tool(id: &Value, request: &Value) -> Response {
+async fn call_tool(id: &Value, request: &Value, era: Era) -> Response {
     let arguments = request.get("params").and_then(|p| p.get("arguments"));
     let argument = |name| arguments.and_then(|a| a.get(name));
     if let Some(ms) = argument("ms").and_then(Value::as_u64) {
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }
     let text = argument("text");
-    let mut body = Vec::with_capacity(96 + text.and_then(Value::as_str).map_or(0, str::len));
+    let mut body = Vec::with_capacity(256 + text.and_then(Value::as_str).map_or(0, str::len));
     body.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     serde_json::to_writer(&mut body, id).expect("a Value serializes");
-    body.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
+    body.extend_from_slice(br#","result":{"#);
+    if era == Era::Modern {
+        body.extend_from_slice(MODERN_META);
+    }
+    body.extend_from_slice(match era {
+        Era::Handshake => br#""content":[{"type":"text","text":"#.as_slice(),
+        Era::Modern => br#""content":[{"text":"#.as_slice(),
+    });
     match text {
         Some(text) => serde_json::to_writer(&mut body, text).expect("a Value serializes"),
         None => body.extend_from_slice(br#""ok""#), // the sleep tool's answer
     }
-    body.extend_from_slice(b"}]}}");
+    body.extend_from_slice(match era {
+        Era::Handshake => b"}]}}".as_slice(),
+        Era::Modern => br#","type":"text"}],"resultType":"complete"}}"#.as_slice(),
+    });
     json_response(body)
 }
 
