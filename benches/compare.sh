@@ -187,6 +187,7 @@ BENCH_VERSIONS="$(printf '%s\n' "${versions[@]}")" \
 BENCH_SERVERS="${want_servers[*]}" BENCH_SCENARIOS="${want_scenarios[*]}" \
 BENCH_DURATION="$DURATION" BENCH_WARMUP="$WARMUP" BENCH_ROUNDS="$ROUNDS" BENCH_STREAMS="$STREAMS" \
 BENCH_REPO="$REPO" BENCH_MCPBENCH="$("$MCPBENCH" --version 2>/dev/null)" BENCH_ARGV="$ARGV" \
+BENCH_MINE_BIN="$(has mine && echo "$MCP_ACTOR_BIN")" \
 BENCH_NOFILE="$(ulimit -n)" python3 - "$OUT/meta.json" <<'PY' || die "cannot write meta.json"
 import json, os, platform, subprocess, sys, time
 
@@ -229,6 +230,9 @@ meta = {
     "streams": int(env["BENCH_STREAMS"]),
     "versions": dict(l.split("=", 1) for l in env["BENCH_VERSIONS"].splitlines() if "=" in l),
     "mcp_bench": env["BENCH_MCPBENCH"],
+    "mcp_actor_bin": env["BENCH_MINE_BIN"],
+    "mcp_actor_bin_mtime": (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(os.path.getmtime(env["BENCH_MINE_BIN"])))
+                            if env["BENCH_MINE_BIN"] else None),
     "host": {
         "nproc": int(run("nproc") or 0),
         "cpu_model": cpu_model,
@@ -393,7 +397,9 @@ else:
 ' "$json" 2>/dev/null)"
             fi
             say "[$n/$runs_total] $sc $s r$r: $status${summary:+ $summary} (${secs} s)"
-            [[ $status == ok || $status == not-supported ]] || say "    see $blog and $slog"
+            if [[ $status != ok && $status != not-supported ]]; then
+                say "    see ${blog/#$OUT\//}$([[ -e $blog ]] || echo ' (none: mcp-bench did not run)') and ${slog/#$OUT\//} in $OUT"
+            fi
         done
     done
 done

@@ -130,12 +130,12 @@ def compare_svg(d, meta):
     x0, y0, h = 90, 80, 360
     gw = max(60, 16 * len(servers) + 30)
     w = gw * len(scen)
-    W, H = x0 + w + 30, y0 + h + 150
+    W, H = x0 + w + 30, y0 + h + 110
     el = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif">',
           f'<rect width="{W}" height="{H}" fill="white"/>',
           f'<text x="{x0 + w / 2}" y="{y0 - 48}" text-anchor="middle" font-size="16" font-weight="bold">Server CPU per operation</text>',
           f'<text x="{x0 + w / 2}" y="{y0 - 30}" text-anchor="middle" font-size="12" fill="#555">microseconds, log scale, lower is better; '
-          f'the operation of each workload is named under it</text>']
+          f'the operation of each workload is named under it; n/s: not supported, !: some run failed</text>']
     vs = [v for v, _, _ in vals.values() if v]
     if not vs:
         vs = [1.0]
@@ -182,7 +182,7 @@ def compare_svg(d, meta):
                       f'fill="{COLORS.get(s, "#999")}"><title>{s}, {sc}: {v:.3g} µs per {op}</title></rect>')
             el.append(f'<text x="{tx + 3:.1f}" y="{by - 3:.1f}" font-size="9" text-anchor="start" '
                       f'transform="rotate(-90 {tx + 3:.1f} {by - 3:.1f})">{fmt(v)}{" !" if failed else ""}</text>')
-    lx, ly = x0, y0 + h + 62
+    lx, ly = x0, y0 + h + 58
     for s in servers:
         text = LABELS.get(s, s)
         if lx + 30 + 7 * len(text) > W - 20:

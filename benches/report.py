@@ -77,7 +77,7 @@ class Cell:
         return statistics.median(vs) if vs else None
 
     def sum(self, key):
-        vs = [j.get(key) for j in self.js if isinstance(j.get(key), (int, float))]
+        vs = [j.get(key) for j in self.js if isinstance(j.get(key), (int, float)) and not isinstance(j.get(key), bool)]
         return sum(vs) if vs else None
 
     def status(self):
@@ -93,6 +93,8 @@ class Cell:
 def fmt(v):
     if v is None:
         return "—"
+    if isinstance(v, int) or (isinstance(v, float) and v.is_integer() and abs(v) >= 1000):
+        return f"{int(v):,}"
     a = abs(v)
     if a >= 1000:
         return f"{v:,.0f}"
