@@ -202,6 +202,12 @@ def table(meta, scenario, servers, cells):
     for s in servers:
         if cells[s].unsupported:
             notes.append(f"{s}, not supported: {cells[s].not_supported}.")
+    if kind == "streams":
+        notes.append("Each run opens the streams, reads RSS, then triggers list_changed 3 times (mcp-bench "
+                     "`--rounds`, default 3): `ok` counts notifications received over the 3 triggers. Fan-out is "
+                     "trigger → arrival per stream; the server's CPU over the triggers is read in 10 ms clock "
+                     "ticks, so with few streams it may round to 0. mine's trigger is a config rewrite + SIGHUP "
+                     "(benches/loadgen/mcp-actor-toggle-tool.sh), the peers' a POST to /bench/list-changed.")
     return lines, notes
 
 
