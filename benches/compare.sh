@@ -165,6 +165,12 @@ has ts && { [[ -d "$BENCHES/peers/ts/node_modules" ]] || missing+=("benches/peer
 has python && { [[ -x "$BENCHES/peers/python/.venv/bin/python" ]] || missing+=("benches/peers/python/.venv"); }
 [[ ${#missing[@]} -eq 0 ]] || die "missing (run without --no-build, or benches/setup.sh): ${missing[*]}"
 for t in python3 curl timeout; do command -v "$t" >/dev/null || die "$t is not installed"; done
+# A binary that rejects compare.toml (an older build without a tool it names) would make
+# every mine run a start-failed one: stop here instead.
+if has mine; then
+    "$MCP_ACTOR_BIN" check "$BENCHES/compare.toml" >/dev/null 2>"$OUT/logs/compare.toml.check" ||
+        die "$MCP_ACTOR_BIN rejects benches/compare.toml: $(tr '\n' ' ' <"$OUT/logs/compare.toml.check")"
+fi
 
 # Streams scenarios hold one connection per stream: raise the open-file limit (the servers
 # inherit it; mcp-bench raises its own to the hard limit too).

@@ -140,7 +140,8 @@ def compare_svg(d, meta):
     if not vs:
         vs = [1.0]
     lo = 10 ** math.floor(math.log10(min(vs)))
-    hi = 10 ** math.ceil(math.log10(max(vs) * 1.6))
+    top = max(vs) * 1.8  # room for the rotated labels above the tallest bar
+    hi = min(m * 10 ** math.ceil(math.log10(top / m)) for m in (1, 2, 5))
     if hi <= lo:
         hi = lo * 10
 
