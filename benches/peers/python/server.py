@@ -36,9 +36,9 @@ from starlette.routing import Route
 from mcp.server.elicitation import AcceptedElicitation, DeclinedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.resolve import Elicit, Resolve
-from mcp.server.subscriptions import InMemorySubscriptionBus
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.subscriptions import ToolsListChanged
-from mcp_types import NotificationParams
+from mcp_types import NotificationParams, SubscriptionsListenRequestParams
 
 port = int(sys.argv[1])
 
@@ -58,6 +58,17 @@ async def on_initialized(ctx: Any, params: NotificationParams) -> None:
 
 
 mcp._lowlevel_server.add_notification_handler("notifications/initialized", NotificationParams, on_initialized)
+
+# subscriptions/listen with a higher cap: MCPServer registers a ListenHandler with the
+# SDK's default max_subscriptions=1024 (further listens get "-32603 Subscription limit
+# reached") and has no option for it; the streams benchmark holds 10,000 streams. The
+# SDK's documented seam is a ListenHandler of our own on the lowlevel Server, which
+# replaces the default one (same bus, so bus.publish still reaches every stream).
+mcp._lowlevel_server.add_request_handler(
+    "subscriptions/listen",
+    SubscriptionsListenRequestParams,
+    ListenHandler(bus, max_subscriptions=20_000),
+)
 
 
 @mcp.tool(description="Return the given text unchanged")

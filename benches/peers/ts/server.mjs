@@ -142,7 +142,9 @@ async function legacy(req, res, parsedBody) {
 
 // ----- 2026-07-28 -----
 
-const modern = createMcpHandler(() => buildServer('modern'), { legacy: 'reject' });
+// maxSubscriptions: the SDK refuses a subscriptions/listen beyond 1,024 open streams
+// ("-32603 Subscription limit reached"); the streams benchmark holds 10,000 of them.
+const modern = createMcpHandler(() => buildServer('modern'), { legacy: 'reject', maxSubscriptions: 20_000 });
 const modernNode = toNodeHandler(modern, { onerror: (e) => console.error('mcp handler:', e) });
 
 // ----- one endpoint for both -----
