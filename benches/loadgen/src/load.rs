@@ -662,10 +662,14 @@ pub async fn resume(a: ResumeArgs) -> Result<Outcome, String> {
                         "the reply to tools/call progress is {:?}, not an event stream: nothing to resume", r.content_type)));
                 }
                 let (mut seen, mut last, mut resumes, mut in_segment) = (0u64, f64::NEG_INFINITY, 0u64, 0u64);
+                // The Last-Event-ID the current reply resumes from (None: the POST's own
+                // stream), and how many messages that reply has carried so far.
+                let (mut resumed_from, mut in_reply): (Option<String>, u64) = (None, 0);
                 loop {
                     let ended = match r.next().await? {
                         None => true,
                         Some(ev) => {
+                            in_reply += 1;
                             match kind(&ev.msg) {
                                 Kind::Notification { method } => {
                                     if check_progress(id, &token, method, &ev.msg, &mut last)? {
@@ -699,8 +703,24 @@ pub async fn resume(a: ResumeArgs) -> Result<Outcome, String> {
                     // Drop the connection every `every` events (or when the server closed
                     // the stream before the response) and resume from the last event id.
                     if ended || in_segment >= every {
+                        if let (true, Some(from), 0) = (ended, &resumed_from, in_reply) {
+                            // A 200 event stream that ends at once: nothing was replayed (and
+                            // resuming again from the same id would loop).
+                            let ids = match &r.last_event_id {
+                                None => String::new(),
+                                Some(id) => format!(" (only an event id, {id})"),
+                            };
+                            return Err(Fail::Unsupported(format!(
+                                "the resumption GET (Last-Event-ID: {from}) answered 200 but its stream \
+                                 ended with no event{ids}: the server did not replay")));
+                        }
                         let Some(last_id) = r.last_event_id.clone() else {
-                            return Err(Fail::Unsupported("the POST's SSE events carry no id: nothing to resume from".into()));
+                            return Err(Fail::Unsupported(match &resumed_from {
+                                None => "the POST's SSE events carry no id: nothing to resume from".into(),
+                                Some(from) => format!(
+                                    "the events replayed by the resumption GET (Last-Event-ID: {from}) \
+                                     carry no id: nothing to resume from"),
+                            }));
                         };
                         drop(r);
                         link.drop_conn();
@@ -715,6 +735,8 @@ pub async fn resume(a: ResumeArgs) -> Result<Outcome, String> {
                         }
                         resumes += 1;
                         in_segment = 0;
+                        in_reply = 0;
+                        resumed_from = Some(last_id);
                     }
                 }
             })
