@@ -121,6 +121,49 @@ async fn tools_call_echo_returns_the_text() {
 }
 
 #[tokio::test]
+async fn the_progress_builtin_sends_count_notifications_in_order_then_the_count() {
+    let server = TestServer::with_config("[[tools]]\nbuiltin = \"progress\"\n");
+    let session = open_session(&server).await;
+    let reply = session
+        .request(
+            json!(1),
+            "tools/call",
+            json!({ "name": "progress", "arguments": { "count": 300 }, "_meta": { "progressToken": "p" } }),
+        )
+        .await;
+    let progress = notifications(&reply, "notifications/progress");
+    let steps: Vec<f64> = progress
+        .iter()
+        .map(|n| {
+            assert_eq!(n["params"]["progressToken"], "p", "{n}");
+            assert_eq!(n["params"]["total"], 300.0, "{n}");
+            n["params"]["progress"].as_f64().unwrap_or(-1.0)
+        })
+        .collect();
+    let expected: Vec<f64> = (1..=300).map(f64::from).collect();
+    assert_eq!(steps, expected);
+    let result = reply.response(&json!(1)).expect("the call's response")["result"].clone();
+    assert_eq!(result["content"][0]["text"], "300", "{result}");
+
+    // Without a token nothing is sent; past the schema's maximum the call is refused.
+    let reply = session
+        .request(
+            json!(2),
+            "tools/call",
+            json!({ "name": "progress", "arguments": { "count": 5 } }),
+        )
+        .await;
+    assert!(notifications(&reply, "notifications/progress").is_empty());
+    let text = tool_error_text(
+        &session,
+        3,
+        json!({ "name": "progress", "arguments": { "count": 100_001 } }),
+    )
+    .await;
+    assert!(text.contains("count"), "{text}");
+}
+
+#[tokio::test]
 async fn tools_call_of_an_unknown_tool_is_invalid_params() {
     let server = TestServer::start();
     let session = open_session(&server).await;

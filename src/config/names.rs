@@ -5,7 +5,7 @@
 //! [`crate::features::tools`] read them from here.
 
 /// The builtin tools, as `builtin = "..."` names them.
-pub const BUILTIN_TOOLS: &[&str] = &["echo", "sleep", "ask", "sample"];
+pub const BUILTIN_TOOLS: &[&str] = &["echo", "sleep", "progress", "ask", "sample"];
 
 /// Checks a tool name against the 2025-11-25 guidance (SEP-986): 1–128 characters from
 /// `[A-Za-z0-9_.-]`.

@@ -83,6 +83,10 @@ pub struct Tool {
     /// The handler calls [`RequestContext::start_task`] itself, after a synchronous
     /// (multi round-trip) phase, instead of the task starting with the call.
     starts_own_task: bool,
+    /// Read from the descriptor whenever it changes, not on every call.
+    task_support: TaskSupport,
+    /// `(argument, token)` of each input-schema property marked `x-mcp-header`.
+    param_headers: Arc<[(String, String)]>,
 }
 
 impl std::fmt::Debug for Tool {
@@ -133,7 +137,10 @@ impl Tool {
             validator: Some(Arc::new(validator)),
             handler: Handler::Typed(Arc::new(handler)),
             starts_own_task: false,
-        })
+            task_support: TaskSupport::default(),
+            param_headers: Arc::new([]),
+        }
+        .derived())
     }
 
     /// A tool described by `descriptor` as another server gave it (its `name` already set
@@ -158,7 +165,10 @@ impl Tool {
             validator: None,
             handler: Handler::Raw(Arc::new(handler)),
             starts_own_task: false,
-        })
+            task_support: TaskSupport::default(),
+            param_headers: Arc::new([]),
+        }
+        .derived())
     }
 
     /// A tool whose arguments deserialize into `A`; the input schema is derived from `A`.
@@ -197,6 +207,31 @@ impl Tool {
         if let Some(obj) = self.descriptor.as_object_mut() {
             obj.insert(field.to_string(), value);
         }
+        self.derived()
+    }
+
+    /// Reads what calls need from the descriptor once: its task support and its
+    /// `x-mcp-header` arguments.
+    fn derived(mut self) -> Self {
+        self.task_support = self
+            .descriptor
+            .get("execution")
+            .and_then(|e| e.get("taskSupport"))
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default();
+        let properties = self
+            .descriptor
+            .get("inputSchema")
+            .and_then(|s| s.get("properties"))
+            .and_then(Value::as_object);
+        self.param_headers = properties
+            .into_iter()
+            .flatten()
+            .filter_map(|(property, schema)| {
+                let token = schema.get("x-mcp-header").and_then(Value::as_str)?;
+                Some((property.clone(), token.to_string()))
+            })
+            .collect();
         self
     }
 
@@ -217,10 +252,13 @@ impl Tool {
 
     /// The descriptor's `execution.taskSupport`; absent or unknown means forbidden.
     pub fn task_support(&self) -> TaskSupport {
-        self.descriptor
-            .pointer("/execution/taskSupport")
-            .and_then(|v| serde_json::from_value(v.clone()).ok())
-            .unwrap_or_default()
+        self.task_support
+    }
+
+    /// `(argument, token)` of each input-schema property marked `x-mcp-header`, mirrored
+    /// into an `Mcp-Param-<token>` header by 2026-07-28 clients.
+    pub(crate) fn param_headers(&self) -> &[(String, String)] {
+        &self.param_headers
     }
 
     pub(crate) fn starts_own_task(&self) -> bool {
@@ -297,6 +335,27 @@ pub(crate) fn call_arguments(arguments: Option<Value>) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn param_headers_are_read_from_the_input_schema() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "region": { "type": "string", "x-mcp-header": "Region" },
+                "text": { "type": "string" },
+            },
+        });
+        let tool = Tool::new("t", "d", schema, |_ctx, _args| {
+            Box::pin(async { Ok(CallToolResult::text("x")) })
+        })
+        .unwrap();
+        assert_eq!(
+            tool.param_headers(),
+            [("region".to_string(), "Region".to_string())]
+        );
+        let plain = tool.with("inputSchema", json!({ "type": "object" }));
+        assert!(plain.param_headers().is_empty());
+    }
 
     #[test]
     fn task_support_reads_the_descriptor() {

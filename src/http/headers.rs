@@ -1,7 +1,7 @@
 //! Header checks of the MCP endpoint: Host and Origin (DNS-rebinding protection), content
 //! negotiation, the protocol-version header and the session id.
 
-use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::http::{HeaderMap, HeaderName, StatusCode, Uri, header};
 
 use crate::config::HttpSection;
 use crate::http::error::HttpError;
@@ -9,13 +9,14 @@ use crate::jsonrpc::{RpcError, codes};
 use crate::protocol::ProtocolVersion;
 use crate::stateless::envelope::{RoutingField, RoutingFields, mismatch};
 
-pub(crate) const SESSION_ID: &str = "mcp-session-id";
-pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
-pub(crate) const LAST_EVENT_ID: &str = "last-event-id";
+// Header names as `HeaderName`s: a lookup by `&str` parses the name again on every call.
+pub(crate) const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+pub(crate) const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 /// The 2026-07-28 routing headers that mirror the body (spec 2026-07-28
 /// `basic/transports/streamable-http.mdx` "Request Metadata").
-const METHOD: &str = "mcp-method";
-const NAME: &str = "mcp-name";
+const METHOD: HeaderName = HeaderName::from_static("mcp-method");
+const NAME: HeaderName = HeaderName::from_static("mcp-name");
 const PARAM_PREFIX: &str = "mcp-param-";
 
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
@@ -226,10 +227,14 @@ impl RoutingFields for HeaderMap {
             RoutingField::Name => NAME,
             RoutingField::Param(token) => {
                 param = format!("{PARAM_PREFIX}{}", token.to_ascii_lowercase());
-                &param
+                // A token that makes no header name matches no header.
+                match HeaderName::from_bytes(param.as_bytes()) {
+                    Ok(name) => name,
+                    Err(_) => return Ok(None),
+                }
             }
         };
-        let mut values = self.get_all(name).iter();
+        let mut values = self.get_all(&name).iter();
         let first = values.next();
         if values.next().is_some() {
             return Err(mismatch(format!(

@@ -1,5 +1,6 @@
 //! The builtin tools the binary can expose from `[[tools]] builtin = "..."`: `echo`, `sleep`,
-//! `ask` (elicitation) and `sample` (sampling). They double as a live demonstration of the
+//! `progress` (a burst of progress notifications), `ask` (elicitation) and `sample`
+//! (sampling). They double as a live demonstration of the
 //! [`RequestContext`] API.
 
 use std::time::Duration;
@@ -33,6 +34,13 @@ struct SleepArgs {
     /// How long to sleep, in milliseconds (at most 600000).
     #[schemars(range(min = 0, max = 600_000))]
     ms: u64,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct ProgressArgs {
+    /// How many progress notifications to send (at most 100000).
+    #[schemars(range(min = 0, max = 100_000))]
+    count: u32,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -82,6 +90,11 @@ fn builtin_tool(config: &ToolConfig) -> Result<Tool, ToolDefinitionError> {
             describe("Sleeps for `ms` milliseconds, reporting progress about every 100 ms."),
             sleep,
         ),
+        "progress" => Tool::typed(
+            name,
+            describe("Sends `count` progress notifications as fast as the client reads them."),
+            progress,
+        ),
         "ask" => Tool::typed(
             name,
             describe("Asks the user a question through elicitation and returns the answer."),
@@ -130,6 +143,19 @@ async fn sleep(ctx: RequestContext, args: SleepArgs) -> Result<CallToolResult, T
     )
     .await;
     Ok(CallToolResult::text(format!("slept {} ms", args.ms)))
+}
+
+/// Progress 1..=count of count, each sent once the stream has taken the one before: the
+/// streams benchmark's tool, and a way to see a client's progress handling.
+async fn progress(ctx: RequestContext, args: ProgressArgs) -> Result<CallToolResult, ToolError> {
+    let total = f64::from(args.count);
+    for step in 1..=args.count {
+        if !ctx.wants_progress() {
+            break;
+        }
+        ctx.progress(f64::from(step), Some(total), None).await;
+    }
+    Ok(CallToolResult::text(args.count.to_string()))
 }
 
 async fn ask(ctx: RequestContext, args: AskArgs) -> Result<CallToolResult, ToolError> {

@@ -1,12 +1,12 @@
-//! Running one feature method of a 2026-07-28 request: in its own task, answered with one
-//! response, or with a stream as soon as the handler sends a notification first. A
+//! Running one feature method of a 2026-07-28 request: inside the request's own future,
+//! answered with one response, or with a stream as soon as the handler sends a notification first. A
 //! `tools/call` may become a task instead ([`tasks::plan_call`]), and a handler that asks
 //! the client ends with an `input_required` result carrying a sealed `requestState`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -150,11 +150,12 @@ pub(super) async fn run(
         &request.id,
     );
     let timer = timer.take();
-    let task = tokio::spawn(async move {
+    let work = async move {
         let _permits = (permit, principal_slot);
         let metrics = &task_state.metrics;
         let method = &request.method;
-        let outcome = run_guarded(&features, metrics, ctx, method, request.params.clone()).await;
+        let params = without_envelope(request.params.as_ref());
+        let outcome = run_guarded(&features, metrics, ctx, method, params).await;
         let mut inputs = Map::new();
         while let Ok((key, input)) = needed_rx.try_recv() {
             inputs.insert(key, input);
@@ -190,26 +191,53 @@ pub(super) async fn run(
             timer.finish(outcome.is_ok());
         }
         let _ = out_tx.send(final_frame(&request.id, outcome)).await;
-    }.instrument(span));
-    // Dropping the guard (the client went away) cancels the handler: on this path,
-    // closing the response stream is cancellation.
-    let guard = AbortOnDrop {
-        task: task.abort_handle(),
+    }
+    .instrument(span);
+    // The handler runs inside this request's own future, not a task of its own: on this
+    // path the request's lifetime is the handler's (closing the response stream is
+    // cancellation), so a spawn would only add a wake-up of another task per call. Whoever
+    // holds `Running` polls it: this function until the first frame, then the response
+    // stream. Dropping it (the client went away) drops the handler and cancels its token.
+    // A panic outside the dispatch's own guard ends the run like a lost result.
+    let mut running = Running {
+        work: Some(Box::pin(
+            std::panic::AssertUnwindSafe(work)
+                .catch_unwind()
+                .map(|_| ()),
+        )),
         _cancel: cancel.drop_guard(),
     };
-    let first = tokio::select! {
-        first = out_rx.recv() => first,
-        () = state.shutdown.cancelled() => Some(shutdown_frame(&request_id)),
+    let first = loop {
+        tokio::select! {
+            biased;
+            first = out_rx.recv() => break first,
+            () = running.drive() => {}
+            () = state.shutdown.cancelled() => break Some(shutdown_frame(&request_id)),
+        }
     };
     match first {
         Some(Frame::Final { body, error }) => Reply::Response { body, error },
         Some(first @ Frame::Notification(_)) => {
-            Reply::Stream(stream(state, request_id, first, out_rx, guard))
+            Reply::Stream(stream(state, request_id, first, out_rx, running))
         }
         None => Reply::error(
             None,
             RpcError::internal("the handler ended without a result"),
         ),
+    }
+}
+
+/// The params a handler gets: the request's own, less the `_meta` envelope, which was read
+/// into the context already. The request keeps its copy for `requestState` and tasks.
+fn without_envelope(params: Option<&Value>) -> Option<Value> {
+    match params {
+        Some(Value::Object(map)) => Some(Value::Object(
+            map.iter()
+                .filter(|(key, _)| key.as_str() != "_meta")
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect(),
+        )),
+        other => other.cloned(),
     }
 }
 
@@ -240,14 +268,23 @@ fn shutdown_frame(id: &RequestId) -> Frame {
     final_frame(id, Err(error))
 }
 
-struct AbortOnDrop {
-    task: tokio::task::AbortHandle,
+/// A request's handler, run by whoever holds it; dropping it cancels the handler.
+struct Running {
+    work: Option<futures_util::future::BoxFuture<'static, ()>>,
     _cancel: DropGuard,
 }
 
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.task.abort();
+impl Running {
+    /// Polls the handler until it ends, then never completes again, so a `select!` on it
+    /// keeps waiting for the frames it sent.
+    async fn drive(&mut self) {
+        match self.work.as_mut() {
+            Some(work) => {
+                work.await;
+                self.work = None;
+            }
+            None => std::future::pending().await,
+        }
     }
 }
 
@@ -258,7 +295,7 @@ fn stream(
     id: RequestId,
     first: Frame,
     rx: mpsc::Receiver<Frame>,
-    guard: AbortOnDrop,
+    running: Running,
 ) -> futures_util::stream::BoxStream<'static, bytes::Bytes> {
     struct Feed {
         first: Option<Frame>,
@@ -266,8 +303,8 @@ fn stream(
         done: bool,
         shutdown: CancellationToken,
         id: RequestId,
-        // Dropped with the stream: a client that goes away cancels the handler.
-        _guard: AbortOnDrop,
+        // Driven and dropped with the stream: a client that goes away cancels the handler.
+        running: Running,
     }
     let feed = Feed {
         first: Some(first),
@@ -275,7 +312,7 @@ fn stream(
         done: false,
         shutdown: state.shutdown.clone(),
         id,
-        _guard: guard,
+        running,
     };
     futures_util::stream::unfold(feed, |mut feed| async move {
         if feed.done {
@@ -283,9 +320,13 @@ fn stream(
         }
         let frame = match feed.first.take() {
             Some(frame) => frame,
-            None => tokio::select! {
-                frame = feed.rx.recv() => frame?,
-                () = feed.shutdown.cancelled() => shutdown_frame(&feed.id),
+            None => loop {
+                tokio::select! {
+                    biased;
+                    frame = feed.rx.recv() => break frame?,
+                    () = feed.running.drive() => {}
+                    () = feed.shutdown.cancelled() => break shutdown_frame(&feed.id),
+                }
             },
         };
         let data = match frame {

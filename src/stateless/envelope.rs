@@ -210,22 +210,16 @@ fn check_param_headers(
     let Some(tool) = features.tool(name) else {
         return Ok(());
     };
-    let Some(properties) = tool
-        .descriptor()
-        .pointer("/inputSchema/properties")
-        .and_then(Value::as_object)
-    else {
+    let headers = tool.param_headers();
+    if headers.is_empty() {
         return Ok(());
-    };
+    }
     let empty = Map::new();
     let arguments = params
         .and_then(|p| p.get("arguments"))
         .and_then(Value::as_object)
         .unwrap_or(&empty);
-    for (property, schema) in properties {
-        let Some(token) = schema.get("x-mcp-header").and_then(Value::as_str) else {
-            continue;
-        };
+    for (property, token) in headers {
         let raw = fields.single(RoutingField::Param(token))?;
         let value = arguments.get(property).filter(|v| !v.is_null());
         match (value, raw) {
