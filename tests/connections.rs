@@ -457,3 +457,51 @@ async fn refused_requests_cannot_flood_the_log() {
         "no suppressed count in:\n{text}"
     );
 }
+
+#[tokio::test]
+async fn http2_with_prior_knowledge_is_served() {
+    let server = TestServer::with_config(&config(""));
+    let mut tcp = connect(&server).await;
+    // The client preface, then an empty SETTINGS frame (RFC 9113, sections 3.4 and 6.5).
+    tcp.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+        .await
+        .expect("preface");
+    let mut head = [0u8; 9];
+    tokio::time::timeout(LIMIT, tcp.read_exact(&mut head))
+        .await
+        .expect("a frame")
+        .expect("read");
+    assert_eq!(
+        head[3], 0x4,
+        "the server's first frame is SETTINGS: {head:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_request_whose_first_bytes_arrive_one_by_one_is_served() {
+    let server = TestServer::with_config(&config(""));
+    let mut tcp = connect(&server).await;
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": LATEST, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } })
+    .to_string();
+    let request = format!(
+        "POST {} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+        server.path(),
+        body.len()
+    );
+    // "P" is also how the HTTP/2 preface starts: the server must wait for more to tell.
+    let (first, rest) = request.as_bytes().split_at(2);
+    for byte in first {
+        tcp.write_all(&[*byte]).await.expect("a byte");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tcp.write_all(rest).await.expect("the rest");
+    let mut buf = [0u8; 4096];
+    let n = tokio::time::timeout(LIMIT, tcp.read(&mut buf))
+        .await
+        .expect("a reply")
+        .expect("read");
+    let text = String::from_utf8_lossy(&buf[..n]);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+}

@@ -33,8 +33,8 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use hyper::body::{Frame, Incoming, SizeHint};
+use hyper::server::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -46,8 +46,10 @@ use tower_service::Service;
 
 use crate::auth::{KeyedCounts, KeyedSlot};
 use refuse::{Refused, address_slot, refuse};
+use version::Version;
 
 mod refuse;
+mod version;
 use crate::log_limit::LogLimiter;
 use crate::metrics::{Limit, Metrics};
 
@@ -184,10 +186,10 @@ impl Connection {
     /// Serves the connection until it ends or its watchdog aborts it; `_ended` tells the
     /// watchdog, whichever way this future goes.
     async fn serve(self, tcp: TcpStream, activity: Arc<Activity>, _ended: DropGuard) {
-        let io = TokioIo::new(WatchedIo {
+        let io = WatchedIo {
             inner: tcp,
             activity: Arc::clone(&activity),
-        });
+        };
         let (router, peer, requests) = (self.router, self.peer, Arc::clone(&activity));
         let mcp_path = self.mcp_path;
         let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
@@ -211,8 +213,23 @@ impl Connection {
                 }))
             }
         });
-        let builder = auto::Builder::new(TokioExecutor::new());
-        if let Err(e) = builder.serve_connection(io, service).await {
+        // What hyper-util's `auto::Builder` serves (HTTP/1, and HTTP/2 with prior knowledge),
+        // at less memory per connection (see `version`).
+        let served: Result<(), Box<dyn std::error::Error + Send + Sync>> =
+            match version::sniff(io).await {
+                Ok((Version::Http1, io)) => http1::Builder::new()
+                    .serve_connection(TokioIo::new(io), service)
+                    .await
+                    .map_err(Into::into),
+                Ok((Version::Http2, io)) => Box::pin(
+                    http2::Builder::new(TokioExecutor::new())
+                        .serve_connection(TokioIo::new(io), service),
+                )
+                .await
+                .map_err(Into::into),
+                Err(e) => Err(e.into()),
+            };
+        if let Err(e) = served {
             tracing::debug!(%peer, error = %e, "connection ended with an error");
         }
     }
