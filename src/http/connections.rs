@@ -198,7 +198,9 @@ impl Connection {
             // The health probe and requests without a session (initialize, counted per
             // address) read the peer; the others skip the allocation of an extensions map.
             if request.uri().path() != &*mcp_path
-                || !request.headers().contains_key(crate::http::headers::SESSION_ID)
+                || !request
+                    .headers()
+                    .contains_key(crate::http::headers::SESSION_ID)
             {
                 request.extensions_mut().insert(ConnectInfo(peer));
             }

@@ -238,7 +238,8 @@ impl RoutingFields for HeaderMap {
         let first = values.next();
         if values.next().is_some() {
             return Err(mismatch(format!(
-                "the {name} header is sent more than once"
+                "the {} header is sent more than once",
+                name.as_str()
             )));
         }
         Ok(first.map(|v| v.to_str().unwrap_or("\u{fffd}").trim_matches([' ', '\t'])))

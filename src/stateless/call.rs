@@ -176,7 +176,9 @@ pub(super) async fn run(
             )
             .map(|result| stamp(&task_state, &request.method, result))
         } else if !inputs.is_empty() && may_need_input {
-            let sealed = task_state.request_state.seal(binding(&request, &task_caller.key), answers);
+            let sealed = task_state
+                .request_state
+                .seal(binding(&request, &task_caller.key), answers);
             Ok(stamp(
                 &task_state,
                 &request.method,
