@@ -38,6 +38,19 @@ async fn connect(server: &TestServer) -> TcpStream {
     TcpStream::connect(&server.addr).await.expect("connect")
 }
 
+/// A whole HTTP/1.1 `initialize` POST, as raw bytes would carry it.
+fn initialize_request(server: &TestServer) -> String {
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": LATEST, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } })
+    .to_string();
+    format!(
+        "POST {} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+        server.path(),
+        body.len()
+    )
+}
+
 #[tokio::test]
 async fn half_sent_headers_are_cut_off_after_header_timeout() {
     let server = TestServer::with_config(&config("[http]\nheader_timeout = \"1s\"\n"));
@@ -177,15 +190,7 @@ async fn a_body_that_stalls_gets_408_within_body_timeout() {
 async fn an_idle_keep_alive_connection_is_closed_after_idle_timeout() {
     let server = TestServer::with_config(&config("[http]\nidle_timeout = \"1s\"\n"));
     let mut tcp = connect(&server).await;
-    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": LATEST, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } })
-    .to_string();
-    let request = format!(
-        "POST {} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
-        server.path(),
-        body.len()
-    );
+    let request = initialize_request(&server);
     tcp.write_all(request.as_bytes()).await.expect("request");
     let mut buf = [0u8; 4096];
     let n = tokio::time::timeout(LIMIT, tcp.read(&mut buf))
@@ -481,15 +486,7 @@ async fn http2_with_prior_knowledge_is_served() {
 async fn a_request_whose_first_bytes_arrive_one_by_one_is_served() {
     let server = TestServer::with_config(&config(""));
     let mut tcp = connect(&server).await;
-    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": LATEST, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } })
-    .to_string();
-    let request = format!(
-        "POST {} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
-        server.path(),
-        body.len()
-    );
+    let request = initialize_request(&server);
     // "P" is also how the HTTP/2 preface starts: the server must wait for more to tell.
     let (first, rest) = request.as_bytes().split_at(2);
     for byte in first {

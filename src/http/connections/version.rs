@@ -114,3 +114,48 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Sniffed<T> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    async fn sniffed(chunks: &[&[u8]]) -> (Version, Vec<u8>) {
+        let (mut client, server) = tokio::io::duplex(1024);
+        for chunk in chunks {
+            client.write_all(chunk).await.unwrap();
+        }
+        drop(client);
+        let (version, mut io) = sniff(server).await.unwrap();
+        let mut all = Vec::new();
+        io.read_to_end(&mut all).await.unwrap();
+        (version, all)
+    }
+
+    #[tokio::test]
+    async fn http1_bytes_come_back_whole_even_when_they_begin_like_the_preface() {
+        let request: &[u8] = b"PRI-NOT * HTTP/1.1\r\nHost: x\r\n\r\n";
+        assert_eq!(
+            sniffed(&[request]).await,
+            (Version::Http1, request.to_vec())
+        );
+        let get: &[u8] = b"GET / HTTP/1.1\r\n\r\n";
+        assert_eq!(
+            sniffed(&[&get[..1], &get[1..]]).await,
+            (Version::Http1, get.to_vec())
+        );
+    }
+
+    #[tokio::test]
+    async fn the_preface_in_pieces_is_http2_and_is_read_again() {
+        let mut sent = H2_PREFACE.to_vec();
+        sent.extend_from_slice(b"\x00\x00\x00\x04\x00\x00\x00\x00\x00");
+        let (version, all) = sniffed(&[&sent[..5], &sent[5..30], &sent[30..]]).await;
+        assert_eq!((version, all), (Version::Http2, sent));
+    }
+
+    #[tokio::test]
+    async fn a_client_that_closes_at_once_is_http1_with_nothing_to_read() {
+        assert_eq!(sniffed(&[]).await, (Version::Http1, Vec::new()));
+    }
+}
