@@ -79,6 +79,7 @@ pub mod features;
 pub mod fuzzing;
 mod http;
 pub mod jsonrpc;
+pub mod log_format;
 mod log_limit;
 pub mod metrics;
 pub mod protocol;

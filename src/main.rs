@@ -116,7 +116,9 @@ fn init_logging(format: LogFormat) {
             .init(),
         // Colour only on a terminal, and never when NO_COLOR is set (no-color.org): a log
         // file or a collector must not receive escape codes.
+        // `TextFields`: the default's text, at a fraction of its cost per request span.
         LogFormat::Text => builder
+            .fmt_fields(mcp_actor::log_format::TextFields)
             .with_ansi(
                 std::io::IsTerminal::is_terminal(&std::io::stderr())
                     && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),

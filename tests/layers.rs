@@ -24,7 +24,7 @@ const LAYERS: &[&[&str]] = &[
     &["protocol"],
     &["jsonrpc"],
     &["metrics"],
-    &["log_limit"],
+    &["log_format", "log_limit"],
 ];
 
 fn rank(module: &str) -> Option<usize> {

@@ -128,8 +128,8 @@ fn sse_stream(
         ..
     } = attachment;
     let retry_ms = config.sse_retry.as_millis() as u64;
-    let priming = priming_id.map(|id| Sse {
-        id: Some(id),
+    let priming = priming_id.map(|at| Sse {
+        id: Some(at.event_id()),
         data: Some(String::new()),
         retry: Some(retry_ms),
         event: None,

@@ -12,7 +12,7 @@
 //! task in flight, fails every pending client request, closes every stream and removes its
 //! own registry entry.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -73,7 +73,9 @@ pub(super) struct SessionActor {
     _slot: SessionSlot,
     initialized: bool,
     log_level: Option<LogLevel>,
-    in_flight: HashMap<RequestId, InFlight>,
+    /// Keyed by client-chosen ids, at most the in-flight limit of them, so a fast hasher
+    /// (`foldhash`, randomly seeded) cannot be driven into long probe chains.
+    in_flight: foldhash::HashMap<RequestId, InFlight>,
     streams: Streams,
     pending: PendingClientRequests,
     subscriptions: HashSet<String>,
@@ -117,7 +119,7 @@ impl SessionActor {
             _slot: slot,
             initialized: false,
             log_level: None,
-            in_flight: HashMap::new(),
+            in_flight: foldhash::HashMap::default(),
             streams,
             pending,
             subscriptions: HashSet::new(),

@@ -10,7 +10,7 @@
 //! A stream's connection is a bounded channel. The actor never waits on it: a client that
 //! falls a whole buffer behind is disconnected and resumes from the log instead.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -41,6 +41,19 @@ impl OutEvent {
     }
 }
 
+/// A place in a stream, formatted as an SSE event id only if an SSE reply is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventPosition {
+    pub stream: StreamId,
+    pub seq: u64,
+}
+
+impl EventPosition {
+    pub fn event_id(self) -> String {
+        format_event_id(self.stream, self.seq)
+    }
+}
+
 pub fn format_event_id(stream: StreamId, seq: u64) -> String {
     format!("{stream}.{seq}")
 }
@@ -57,7 +70,7 @@ pub fn parse_event_id(id: &str) -> Option<(StreamId, u64)> {
 pub struct Attachment {
     pub stream: StreamId,
     /// Id for a priming event (2025-11-25), naming the position the connection starts at.
-    pub priming_id: Option<String>,
+    pub priming_id: Option<EventPosition>,
     pub backlog: Vec<OutEvent>,
     pub live: Option<mpsc::Receiver<OutEvent>>,
 }
@@ -104,7 +117,7 @@ impl StreamRules {
 /// last finished ones kept for late resumption. Owned by the session actor.
 #[derive(Debug)]
 pub(crate) struct Streams {
-    streams: HashMap<StreamId, Stream>,
+    streams: foldhash::HashMap<StreamId, Stream>,
     next: StreamId,
     finished: VecDeque<StreamId>,
     rules: StreamRules,
@@ -115,7 +128,7 @@ pub(crate) struct Streams {
 impl Streams {
     pub fn new(rules: StreamRules, metrics: Arc<Metrics>) -> Self {
         Streams {
-            streams: HashMap::new(),
+            streams: foldhash::HashMap::default(),
             next: GET_STREAM + 1,
             finished: VecDeque::new(),
             rules,
@@ -303,8 +316,11 @@ impl Stream {
 
     /// The id naming "before the next event": a connection primed with it and resumed
     /// later receives everything from here on.
-    fn position_id(&self, stream: StreamId) -> String {
-        format_event_id(stream, self.next_seq - 1)
+    fn position_id(&self, stream: StreamId) -> EventPosition {
+        EventPosition {
+            stream,
+            seq: self.next_seq - 1,
+        }
     }
 
     /// Logs an event and forwards it to the connection, if one is attached. Returns `false`
@@ -415,7 +431,7 @@ impl Stream {
 }
 
 #[cfg(test)]
-mod event_id_properties {
+mod tests {
     use super::*;
 
     proptest::proptest! {
@@ -431,11 +447,6 @@ mod event_id_properties {
             }
         }
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
 
     #[test]
     fn event_ids_round_trip() {

@@ -1,0 +1,246 @@
+//! Field formatting for the text log.
+//!
+//! Every request runs in a span whose fields (node, session, method, request id) the text
+//! log formats when the span opens, because a warning inside it must name its request. With
+//! tracing-subscriber's [`DefaultFields`] that costs about 6,000 instructions per request:
+//! each field name goes through `nu_ansi_term` styling even when colour is off. [`TextFields`]
+//! writes the same `name=value` text directly when colour is off, and hands everything else
+//! (colour on, the `message` field, errors, `r#` names) to [`DefaultFields`], so the output
+//! is byte for byte the same and the default's escaping of control characters in messages is
+//! kept. Fields named `log.…` are skipped, as the default skips them: they are the metadata
+//! of an event bridged from the `log` crate, already shown in the line's target. A `str`
+//! value is written with `{:?}`, as the default does, which quotes it and escapes every
+//! control character a client could put in a method name or request id.
+
+use std::fmt;
+
+use tracing::field::{Field, Visit};
+use tracing_subscriber::field::{RecordFields, VisitOutput};
+use tracing_subscriber::fmt::FormatFields;
+use tracing_subscriber::fmt::format::{DefaultFields, DefaultVisitor, Writer};
+
+/// [`FormatFields`] for the text log: [`DefaultFields`]' output, without its styling cost
+/// when colour is off. Pass it to `tracing_subscriber::fmt().fmt_fields(TextFields)`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TextFields;
+
+impl<'writer> FormatFields<'writer> for TextFields {
+    fn format_fields<R: RecordFields>(&self, writer: Writer<'writer>, fields: R) -> fmt::Result {
+        if writer.has_ansi_escapes() {
+            return DefaultFields::new().format_fields(writer, fields);
+        }
+        let mut visitor = PlainVisitor {
+            writer,
+            is_empty: true,
+            result: Ok(()),
+        };
+        fields.record(&mut visitor);
+        visitor.result
+    }
+}
+
+/// A field value as the visitor received it.
+#[derive(Clone, Copy)]
+enum Plain<'v> {
+    Str(&'v str),
+    Debug(&'v dyn fmt::Debug),
+}
+
+/// Printable ASCII other than the two characters `{:?}` escapes in a string.
+fn needs_no_escape(byte: u8) -> bool {
+    (b' '..=b'~').contains(&byte) && byte != b'"' && byte != b'\\'
+}
+
+struct PlainVisitor<'a> {
+    writer: Writer<'a>,
+    is_empty: bool,
+    result: fmt::Result,
+}
+
+impl PlainVisitor<'_> {
+    /// Fields the default formats specially.
+    fn is_special(name: &str) -> bool {
+        name == "message" || name.starts_with("r#")
+    }
+
+    /// Fields the default leaves out.
+    fn is_skipped(name: &str) -> bool {
+        name.starts_with("log.")
+    }
+
+    /// `name=value`, with the separating space the default writes.
+    fn write_plain(&mut self, name: &str, value: Plain<'_>) {
+        if self.result.is_err() {
+            return;
+        }
+        if self.is_empty {
+            self.is_empty = false;
+        } else if let Err(e) = self.writer.write_char(' ') {
+            self.result = Err(e);
+            return;
+        }
+        self.result = self
+            .writer
+            .write_str(name)
+            .and_then(|()| self.writer.write_char('='))
+            .and_then(|()| match value {
+                // What `{:?}` writes for a string that needs no escape: itself, quoted.
+                Plain::Str(text) if text.bytes().all(needs_no_escape) => self
+                    .writer
+                    .write_char('"')
+                    .and_then(|()| self.writer.write_str(text))
+                    .and_then(|()| self.writer.write_char('"')),
+                Plain::Str(text) => write!(self.writer, "{text:?}"),
+                Plain::Debug(value) => write!(self.writer, "{value:?}"),
+            });
+    }
+
+    /// One field through the default visitor, continuing this one's output.
+    fn delegate(&mut self, record: impl FnOnce(&mut DefaultVisitor<'_>)) {
+        if self.result.is_err() {
+            return;
+        }
+        let mut inner = DefaultVisitor::new(self.writer.by_ref(), self.is_empty);
+        record(&mut inner);
+        self.result = inner.finish();
+        self.is_empty = false;
+    }
+}
+
+impl Visit for PlainVisitor<'_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if Self::is_skipped(field.name()) {
+            return;
+        }
+        if Self::is_special(field.name()) {
+            self.delegate(|v| v.record_str(field, value));
+        } else {
+            self.write_plain(field.name(), Plain::Str(value));
+        }
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        if Self::is_skipped(field.name()) {
+            return;
+        }
+        if Self::is_special(field.name()) {
+            self.delegate(|v| v.record_debug(field, value));
+        } else {
+            self.write_plain(field.name(), Plain::Debug(value));
+        }
+    }
+
+    fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
+        self.delegate(|v| v.record_error(field, value));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tracing_subscriber::fmt::MakeWriter;
+
+    use super::*;
+
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> MakeWriter<'a> for Captured {
+        type Writer = Captured;
+        fn make_writer(&'a self) -> Captured {
+            self.clone()
+        }
+    }
+
+    #[derive(Debug)]
+    struct Failure;
+    impl fmt::Display for Failure {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("disk \x1b[2Jfull")
+        }
+    }
+    impl std::error::Error for Failure {}
+
+    /// Spans and events with every kind of field, some carrying control characters.
+    fn log_everything() {
+        let hostile = "tools/\x1b[31mcall\u{9b}\n";
+        let span = tracing::error_span!(
+            "request",
+            node = "a",
+            session = "",
+            method = hostile,
+            request_id = ?"\x1b]0;x",
+            n = 7_u64,
+        );
+        let _entered = span.enter();
+        tracing::warn!("plain message");
+        tracing::warn!(
+            said = "say \"hi\", it's",
+            path = r"C:\x",
+            accented = "café ~",
+            empty = ""
+        );
+        tracing::warn!(
+            r#type = "x",
+            flag = true,
+            ratio = 0.5,
+            count = -3_i64,
+            "typed \x1b[1m"
+        );
+        tracing::warn!(
+            error = &Failure as &(dyn std::error::Error + 'static),
+            "failed"
+        );
+        tracing::warn!(detail = ?Some(hostile), shown = %"plain");
+        let inner = tracing::error_span!("inner", method = "x");
+        inner.record("method", "y");
+        inner.in_scope(|| tracing::error!(message = "explicit", later = 1));
+    }
+
+    fn output(ansi: bool, custom: bool) -> String {
+        let captured = Captured::default();
+        let builder = tracing_subscriber::fmt()
+            .with_writer(captured.clone())
+            .with_ansi(ansi)
+            .without_time();
+        if custom {
+            let subscriber = builder.fmt_fields(TextFields).finish();
+            tracing::subscriber::with_default(subscriber, log_everything);
+        } else {
+            tracing::subscriber::with_default(builder.finish(), log_everything);
+        }
+        let bytes = captured.0.lock().unwrap().clone();
+        String::from_utf8(bytes).unwrap()
+    }
+
+    #[test]
+    fn the_text_is_the_default_text_byte_for_byte() {
+        for ansi in [false, true] {
+            let (ours, default) = (output(ansi, true), output(ansi, false));
+            assert_eq!(ours, default, "ansi {ansi}");
+            assert_eq!(ours.lines().count(), 6, "{ours}");
+        }
+    }
+
+    #[test]
+    fn control_characters_from_a_client_are_escaped() {
+        let text = output(false, true);
+        assert!(!text.contains('\x1b'), "{text}");
+        assert!(!text.contains('\u{9b}'), "{text}");
+        assert!(
+            text.contains(r#"method="tools/\u{1b}[31mcall\u{9b}\n""#),
+            "{text}"
+        );
+    }
+}
