@@ -1,20 +1,50 @@
 #!/usr/bin/env bash
-# Instructions the server executes per request, under valgrind's callgrind: deterministic
-# for a given binary and scenario, so two binaries compare without the noise of timings.
+# Instructions a server executes per echo call, under valgrind's callgrind: deterministic
+# for a given binary and scenario (within about 1%), so two builds, or mcp-actor and the
+# limit, compare without the noise of timings on a shared machine.
 #
-#   benches/instructions.sh BIN NAME SESSIONS CONCURRENCY REQUESTS PORT   -> total Ir
+#   benches/instructions.sh BIN ERA SESSIONS CONCURRENCY
 #
-# Run it for two request counts and take (Ir(n2) - Ir(n1)) / (n2 - n1): start-up and the
-# sessions' initialize cancel out (docs/performance.md, "Layers and hardening").
-# Needs valgrind and the kit's load generator at $MCP_LOADGEN (default /work/bench/...).
+# BIN is an mcp-actor binary (run on benches/bench.toml: the defaults with one runtime
+# thread) or benches/limit's mcp-limit (recognised by its name). ERA is legacy or modern.
+# The server runs under callgrind twice, with `mcp-bench echo` sending for a 2 s and then a
+# 6 s window; the difference of the two instruction totals divided by the difference of the
+# verified calls is the cost of one call: start-up, `initialize` and shutdown cancel out.
+# Prints one line: BIN ERA SxC, the calls and totals of both runs, and instructions per call.
+# Needs valgrind (apt-get install valgrind); builds mcp-bench when it is missing.
 set -euo pipefail
-bin=$1 name=$2 s=$3 c=$4 n=$5 port=$6
-dir=${CG_DIR:-/tmp/cg}
-out=$dir/$name.$s.$c.$n.out
-mkdir -p "$dir"
-RUST_LOG=warn valgrind --tool=callgrind --callgrind-out-file=$out $bin --listen 127.0.0.1:$port --config "$(dirname "$0")/bench.toml" > $dir/$name.stdout 2>$dir/$name.stderr &
-vpid=$!
-for i in $(seq 1 200); do grep -q listening $dir/$name.stdout 2>/dev/null && break; sleep 0.2; done
-"${MCP_LOADGEN:-/work/bench/loadgen/target/release/mcp-loadgen}" load --url http://127.0.0.1:$port/mcp -s $s -c $c -n $n --timeout 120 > $dir/$name.$s.$c.$n.load 2>&1
-kill -INT $vpid; wait $vpid || true
-grep -E "^(summary|totals):" $out | head -1 | awk '{print $2}'
+usage="usage: benches/instructions.sh BIN legacy|modern SESSIONS CONCURRENCY"
+bin=$(realpath "${1:?$usage}") era=${2:?$usage} s=${3:?$usage} c=${4:?$usage}
+here=$(cd "$(dirname "$0")" && pwd)
+bench=${MCP_BENCH:-$here/loadgen/target/release/mcp-bench}
+if [[ ! -x $bench ]]; then
+  (cd "$here/loadgen" && cargo build --release --locked)
+fi
+command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 2; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+declare -A IR OK
+for d in 2 6; do
+  port=$((18700 + RANDOM % 200))
+  if [[ $(basename "$bin") == *limit* ]]; then
+    args=(--port "$port")
+  else
+    args=(--listen "127.0.0.1:$port" --config "$here/bench.toml")
+  fi
+  RUST_LOG=warn timeout 300 valgrind --tool=callgrind --callgrind-out-file="$work/cg.$d" \
+    "$bin" "${args[@]}" >"$work/server.$d.log" 2>&1 &
+  vpid=$!
+  for _ in $(seq 1 300); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.2; done
+  OK[$d]=$(timeout 200 "$bench" echo --era "$era" --url "http://127.0.0.1:$port/mcp" \
+    -s "$s" -c "$c" -d "$d" -w 1 --timeout 120 2>&1 | awk '/^ok /{print $2}')
+  kill -INT "$vpid"
+  wait "$vpid" 2>/dev/null || true
+  IR[$d]=$(grep -E "^(summary|totals):" "$work/cg.$d" | head -1 | awk '{print $2}')
+  if [[ -z ${OK[$d]} || -z ${IR[$d]} ]]; then
+    echo "the ${d} s run gave no result; server log:" >&2
+    cat "$work/server.$d.log" >&2
+    exit 1
+  fi
+done
+echo "$(basename "$bin") $era ${s}x$c: calls ${OK[2]} ${OK[6]}, instructions ${IR[2]} ${IR[6]}," \
+  "per call $(((IR[6] - IR[2]) / (OK[6] - OK[2])))"

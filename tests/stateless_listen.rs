@@ -15,8 +15,8 @@ use std::time::Duration;
 use common::TestServer;
 use common::in_process::{InProcess, builder_with_input_features};
 use common::modern::{
-    EVENT_WAIT, META_SUBSCRIPTION_ID, Modern, base_of, client_of, listen, next_message,
-    session_count,
+    EVENT_WAIT, META_SERVER_INFO, META_SUBSCRIPTION_ID, Modern, base_of, client_of, listen,
+    next_message, session_count,
 };
 use mcp_actor::{Config, ServerEvent};
 use reqwest::StatusCode;
@@ -180,6 +180,9 @@ async fn listen_graceful_close_sends_complete_result() {
         assert!(last.get("error").is_none(), "{last}");
         assert_eq!(last["result"]["resultType"], "complete", "{last}");
         assert_eq!(last["result"]["_meta"][META_SUBSCRIPTION_ID], id, "{last}");
+        // serverInfo joins the result's own `_meta`.
+        let info = &last["result"]["_meta"][META_SERVER_INFO];
+        assert!(info["name"].is_string(), "{last}");
         // Then the stream ends.
         let after = reader.next_message(EVENT_WAIT).await;
         assert!(after.is_none(), "nothing after the final result: {after:?}");

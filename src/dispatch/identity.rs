@@ -2,14 +2,20 @@
 //! once from `[server]`. Sessions answer `initialize` with it; the 2026-07-28 path answers
 //! `server/discover` with it and stamps `serverInfo` on every result.
 
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::config::Config;
+
+/// The `_meta` member under which every 2026-07-28 result carries `serverInfo`.
+pub const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
 
 #[derive(Debug)]
 pub struct ServerIdentity {
     /// The initialize result without `protocolVersion`.
     initialize_result: Value,
+    /// `{"io.modelcontextprotocol/serverInfo": serverInfo}`, serialized once.
+    server_info_meta: Box<RawValue>,
 }
 
 impl ServerIdentity {
@@ -22,6 +28,10 @@ impl ServerIdentity {
         if let Some(description) = &s.description {
             server_info["description"] = json!(description);
         }
+        let meta = json!({ SERVER_INFO_META: server_info });
+        // A `Value` always serializes; the fallback only keeps this free of a panic path.
+        let server_info_meta =
+            serde_json::value::to_raw_value(&meta).unwrap_or_else(|_| RawValue::NULL.to_owned());
         let mut result = json!({
             "capabilities": {
                 "tools": { "listChanged": true },
@@ -37,6 +47,7 @@ impl ServerIdentity {
         }
         ServerIdentity {
             initialize_result: result,
+            server_info_meta,
         }
     }
 
@@ -53,6 +64,11 @@ impl ServerIdentity {
 
     pub fn server_info(&self) -> &Value {
         &self.initialize_result["serverInfo"]
+    }
+
+    /// The `_meta` object of a 2026-07-28 result that has none of its own, serialized.
+    pub fn server_info_meta(&self) -> &RawValue {
+        &self.server_info_meta
     }
 
     pub fn instructions(&self) -> Option<&Value> {

@@ -13,7 +13,8 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::link::{Frame, MAX_INPUT_REQUESTS, StatelessLink, TaskStart};
 use super::request_state::Binding;
-use super::{Caller, ModernState, Refusal, Reply, envelope, missing_capability, stamp, tasks};
+use super::stamp::stamped_response;
+use super::{Caller, ModernState, Refusal, Reply, envelope, missing_capability, tasks};
 use crate::context::{ClientLink, ContextParts, RequestContext};
 use crate::dispatch::methods;
 use crate::dispatch::{request_span, run_guarded};
@@ -110,7 +111,7 @@ pub(super) async fn run(
     let client = Arc::new(envelope.client);
     if plan == tasks::CallPlan::Task {
         return match tasks::create(state, &request, client, features, answers, caller) {
-            Ok(result) => Reply::result(&request.id, stamp(state, &request.method, result)),
+            Ok(result) => Reply::result(state, &request.method, &request.id, result),
             Err(e) => Reply::error(Some(&request.id), e),
         };
     }
@@ -174,25 +175,27 @@ pub(super) async fn run(
                 answers,
                 &task_caller,
             )
-            .map(|result| stamp(&task_state, &request.method, result))
         } else if !inputs.is_empty() && may_need_input {
             let sealed = task_state
                 .request_state
                 .seal(binding(&request, &task_caller.key), answers);
-            Ok(stamp(
-                &task_state,
-                &request.method,
-                json!({
-                    "resultType": "input_required", "inputRequests": inputs, "requestState": sealed,
-                }),
-            ))
+            Ok(json!({
+                "resultType": "input_required", "inputRequests": inputs, "requestState": sealed,
+            }))
         } else {
-            outcome.map(|result| stamp(&task_state, &request.method, result))
+            outcome
         };
         if let Some(timer) = timer {
             timer.finish(outcome.is_ok());
         }
-        let _ = out_tx.send(final_frame(&request.id, outcome)).await;
+        let frame = match outcome {
+            Ok(result) => Frame::Final {
+                body: stamped_response(&task_state, &request.method, &request.id, result),
+                error: None,
+            },
+            Err(error) => error_frame(&request.id, error),
+        };
+        let _ = out_tx.send(frame).await;
     }
     .instrument(span);
     // The handler runs inside this request's own future, not a task of its own: on this
@@ -243,21 +246,14 @@ fn without_envelope(params: Option<&Value>) -> Option<Value> {
     }
 }
 
-fn final_frame(id: &RequestId, outcome: Result<Value, RpcError>) -> Frame {
-    match outcome {
-        Ok(result) => Frame::Final {
-            body: jsonrpc::encode_response(Some(id), &Ok(result)),
-            error: None,
-        },
-        Err(mut error) => {
-            if error.code == codes::RESOURCE_NOT_FOUND {
-                error.code = codes::INVALID_PARAMS;
-            }
-            Frame::Final {
-                error: Some(error.code),
-                body: jsonrpc::encode_response(Some(id), &Err(error)),
-            }
-        }
+/// A failed request's last frame; this revision reports a missing resource as invalid params.
+fn error_frame(id: &RequestId, mut error: RpcError) -> Frame {
+    if error.code == codes::RESOURCE_NOT_FOUND {
+        error.code = codes::INVALID_PARAMS;
+    }
+    Frame::Final {
+        error: Some(error.code),
+        body: jsonrpc::encode_response(Some(id), &Err(error)),
     }
 }
 
@@ -267,7 +263,7 @@ fn shutdown_frame(id: &RequestId) -> Frame {
         codes::SERVER_ERROR,
         "the server is shutting down; this request was aborted, retry it",
     );
-    final_frame(id, Err(error))
+    error_frame(id, error)
 }
 
 /// A request's handler, run by whoever holds it; dropping it cancels the handler.

@@ -204,8 +204,9 @@ impl Listening {
                 },
                 () = self.state.shutdown.cancelled() => {
                     self.done = true;
-                    let result = super::stamp(&self.state, "subscriptions/listen", json!({ "_meta": { SUBSCRIPTION_ID: self.id } }));
-                    return Some((jsonrpc::encode_response(Some(&self.id), &Ok(result)), self));
+                    let result = json!({ "_meta": { SUBSCRIPTION_ID: self.id } });
+                    let body = super::stamp::stamped_response(&self.state, "subscriptions/listen", &self.id, result);
+                    return Some((body, self));
                 }
             }
         }

@@ -17,6 +17,7 @@ pub(crate) mod envelope;
 pub(crate) mod link;
 pub(crate) mod listen;
 pub mod request_state;
+mod stamp;
 pub(crate) mod tasks;
 
 use std::sync::Arc;
@@ -24,7 +25,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use bytes::Bytes;
 use futures_util::stream::BoxStream;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
@@ -161,9 +162,10 @@ impl Reply {
         }
     }
 
-    fn result(id: &RequestId, result: Value) -> Reply {
+    /// The response carrying `result`, with what every result of `method` carries.
+    fn result(state: &ModernState, method: &str, id: &RequestId, result: Value) -> Reply {
         Reply::Response {
-            body: jsonrpc::encode_response(Some(id), &Ok(result)),
+            body: stamp::stamped_response(state, method, id, result),
             error: None,
         }
     }
@@ -294,14 +296,14 @@ async fn route(
     let spec = methods::lookup(&request.method).filter(|m| m.in_modern());
     match spec.map(|m| (m.name, m.answered_by)) {
         Some(("server/discover", _)) => {
-            let result = stamp(state, "server/discover", discover_result(state));
-            Reply::result(&request.id, result)
+            let result = discover_result(state);
+            Reply::result(state, "server/discover", &request.id, result)
         }
         Some(("subscriptions/listen", _)) => listen::open(state, &transport, request).await,
         Some((method, AnsweredBy::Stateless)) => {
             let (params, client) = (request.params.as_ref(), &envelope.client);
             match tasks::serve(state, method, params, client, &transport.caller.key) {
-                Ok(result) => Reply::result(&request.id, stamp(state, method, result)),
+                Ok(result) => Reply::result(state, method, &request.id, result),
                 Err(e) => Reply::error(Some(&request.id), e),
             }
         }
@@ -342,33 +344,6 @@ fn discover_result(state: &ModernState) -> Value {
     result["capabilities"]["extensions"] = json!({ tasks::EXTENSION: {} });
     if let Some(instructions) = state.identity.instructions() {
         result["instructions"] = instructions.clone();
-    }
-    result
-}
-
-/// Adds what every modern result carries: `resultType`, `_meta` serverInfo, and cache hints
-/// where the method's result is cacheable.
-fn stamp(state: &ModernState, method: &str, mut result: Value) -> Value {
-    let Some(obj) = result.as_object_mut() else {
-        return result;
-    };
-    obj.entry("resultType").or_insert_with(|| json!("complete"));
-    let meta = obj
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let Some(meta) = meta.as_object_mut() {
-        meta.insert(
-            "io.modelcontextprotocol/serverInfo".into(),
-            state.identity.server_info().clone(),
-        );
-    }
-    let cacheable = methods::lookup(method).is_some_and(|m| m.cacheable);
-    if cacheable && obj.get("resultType") == Some(&json!("complete")) {
-        obj.insert("ttlMs".into(), json!(state.config.modern.ttl_ms));
-        obj.insert(
-            "cacheScope".into(),
-            json!(state.config.modern.cache_scope.as_str()),
-        );
     }
     result
 }
