@@ -3,18 +3,28 @@
 # gateway to an upstream mcp-actor over Streamable HTTP, against the same calls made to that
 # upstream directly.
 #
-#   benches/gateway.sh [REQUESTS]          (default 40000; needs LOADGEN, see below)
+#   benches/gateway.sh [REQUESTS]          (default 40000)
 #
-# LOADGEN is an MCP load generator that verifies every reply, such as the benchmark kit's
-# mcp-loadgen (`LOADGEN=/path/to/mcp-loadgen benches/gateway.sh`). It runs 16 sessions x 4
+# The load generator is mcp-bench (benches/loadgen), which verifies every reply: $MCP_BENCH
+# if set, else benches/loadgen/target/release/mcp-bench, built (cargo build --release
+# --locked) when missing. It runs `echo --era legacy -n REQUESTS -w 0` over 16 sessions x 4
 # requests in flight. CPU is read from /proc/PID/stat (user + system) around each run, so the
 # figures are per verified request. The gateway serves the upstream's tools without a prefix
 # (`prefix = ""`), so the load generator calls the same `echo` both ways.
 set -euo pipefail
+[[ -z "${MCP_BENCH:-}" ]] || MCP_BENCH="$(realpath "$MCP_BENCH")"
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 requests="${1:-40000}"
-loadgen="${LOADGEN:?set LOADGEN to an MCP load generator (mcp-loadgen)}"
+if [[ -n "${MCP_BENCH:-}" ]]; then
+    bench="$MCP_BENCH"
+    [[ -x "$bench" ]] || { echo "MCP_BENCH=$bench is not an executable" >&2; exit 1; }
+else
+    bench="$PWD/benches/loadgen/target/release/mcp-bench"
+    if [[ ! -x "$bench" ]]; then
+        (cd benches/loadgen && env -u CARGO_TARGET_DIR cargo build --release --locked --quiet)
+    fi
+fi
 cargo build --release --quiet --bin mcp-actor
 bin="$PWD/target/release/mcp-actor"
 dir=$(mktemp -d)
@@ -60,11 +70,16 @@ gw_pid=$!
 pids+=("$gw_pid")
 sleep 2
 
-# Runs the load against $1; prints "ok-requests" after checking every reply was verified.
+# Runs the load against $1; prints "ok-requests rate" after checking every reply was verified.
 load() {
-    local url=$1 out
-    out=$("$loadgen" load --url "$url" -s 16 -c 4 -n "$requests" | tail -n 1)
-    python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["errors"]==0, d; print(d["ok"], d["rps"])' "$out"
+    local url=$1
+    if ! timeout $((120 + requests / 100)) "$bench" echo --era legacy --url "$url" -s 16 -c 4 \
+        -n "$requests" -w 0 --json "$dir/load.json" >"$dir/load.txt" 2>&1; then
+        echo "mcp-bench against $url failed:" >&2
+        cat "$dir/load.txt" >&2
+        exit 1
+    fi
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["failed"]+d["mismatched"]==0, d; print(d["ok"], d["rate_per_s"])' "$dir/load.json"
 }
 
 load "http://127.0.0.1:$gw_port/mcp" >/dev/null   # warm-up, both servers

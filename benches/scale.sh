@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Scale runs for mcp-actor: idle sessions at large counts, create/delete cycles, GET streams.
 #
-#   benches/scale.sh BIN LOADGEN [OUT_DIR]
+#   benches/scale.sh BIN [OUT_DIR]
 #
-# BIN is the mcp-actor release binary, LOADGEN the kit's mcp-loadgen. Everything binds
-# 127.0.0.1 only; every step runs under `timeout`. Environment knobs (defaults in brackets):
+# BIN is the mcp-actor release binary. The load generator is mcp-bench (benches/loadgen):
+# `sessions` opens the idle sessions and DELETEs them, `echo -n 2000` times one active
+# session. It is $MCP_BENCH if set, else benches/loadgen/target/release/mcp-bench, built
+# (cargo build --release --locked) when missing. Everything binds 127.0.0.1 only; every
+# step runs under `timeout`. Environment knobs (defaults in brackets):
 #   IDLE_COUNTS ["100000 1000000"]  idle-session counts, a fresh server each ("" skips a part)
 #   CYCLES [10]  CYCLE_SESSIONS [10000]  create/delete cycles against one server
 #   STREAM_COUNTS ["1000 5000"]     sessions each holding one GET SSE stream, a fresh server each;
@@ -12,12 +15,22 @@
 #                                    keep-alive connection (after one ping) and no stream
 #   PORT [18950]  MIN_FREE_GIB [8]  (an idle count is skipped when less memory than
 #                                    MIN_FREE_GIB + 8 KiB x count is available)
-# Results: OUT_DIR/*.json (the loadgen's and streams.py's summaries) and OUT_DIR/summary.md.
+# Results: OUT_DIR/*.json (mcp-bench's and streams.py's summaries) and OUT_DIR/summary.md.
 set -euo pipefail
-BIN="$(realpath "${1:?usage: scale.sh BIN LOADGEN [OUT_DIR]}")"
-L="$(realpath "${2:?usage: scale.sh BIN LOADGEN [OUT_DIR]}")"
-OUT="${3:-scale-results/$(date +%Y%m%d-%H%M%S)}"
+BIN="$(realpath "${1:?usage: scale.sh BIN [OUT_DIR]}")"
+OUT="${2:-scale-results/$(date +%Y%m%d-%H%M%S)}"
 HERE="$(cd "$(dirname "$0")" && pwd)"
+if [[ -n "${MCP_BENCH:-}" ]]; then
+  L="$(realpath "$MCP_BENCH")"
+  [[ -x "$L" ]] || { echo "MCP_BENCH=$MCP_BENCH is not an executable" >&2; exit 1; }
+else
+  L="$HERE/loadgen/target/release/mcp-bench"
+  if [[ ! -x "$L" ]]; then
+    echo "building mcp-bench" >&2
+    (cd "$HERE/loadgen" && nice -n 10 env -u CARGO_TARGET_DIR cargo build --release --locked) ||
+      { echo "cargo build of mcp-bench failed" >&2; exit 1; }
+  fi
+fi
 IDLE_COUNTS="${IDLE_COUNTS-100000 1000000}"
 CYCLES="${CYCLES:-10}"
 CYCLE_SESSIONS="${CYCLE_SESSIONS:-10000}"
@@ -31,8 +44,23 @@ OUT="$(realpath "$OUT")"
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 echo "open files limit: $(ulimit -n); output: $OUT" >&2
 
+# Every session and stream comes from 127.0.0.1: the per-address limits must allow them all
+# (the initialize rate would refuse most of a fast run with 429), and the connection limits
+# the largest stream count plus the load generator's own connections. No admin listener:
+# its default address (127.0.0.1:9090) is fixed and another process may hold it.
+max_stream=0
+for k in $STREAM_COUNTS; do if (( k > max_stream )); then max_stream=$k; fi; done
+MAX_CONNS=$(( max_stream + 1000 > 10000 ? max_stream + 1000 : 10000 ))
 CFG="$OUT/scale.toml"
 cat >"$CFG" <<TOML
+[admin]
+enabled = false
+
+[http]
+initialize_rate_per_ip = 0
+max_connections = $MAX_CONNS
+max_connections_per_ip = $MAX_CONNS
+
 [sessions]
 max_sessions = 2000000
 idle_ttl = "2h"
@@ -67,6 +95,23 @@ start_server() { # log file
 }
 rss_kib() { awk '/^VmRSS:/{print $2}' "/proc/$1/status"; }
 URL="http://127.0.0.1:$PORT/mcp"
+# Runs mcp-bench under `timeout SECS`. Exit 1 (some operation failed or was mismatched) goes
+# on: its JSON has the counts, and the summary shows them. Anything else stops the script.
+bench() { # secs args...
+  local secs=$1 rc=0
+  shift
+  timeout "$secs" "$L" "$@" || rc=$?
+  if [[ $rc == 1 ]]; then
+    echo "  mcp-bench $1: some operations failed (counted in its JSON)" >&2
+  elif [[ $rc != 0 ]]; then
+    echo "mcp-bench $* exited $rc" >&2
+    exit 1
+  fi
+}
+# One active session: 2000 verified echo calls one after another (no warm-up).
+one_session() { # json-out
+  bench 120 echo --era legacy --url "$URL" -s 1 -c 1 -n 2000 -w 0 --pid "$SERVER_PID" --json "$1" >/dev/null
+}
 
 # ---- a. idle sessions at scale, and latency of one active session among them ----------
 for k in $IDLE_COUNTS; do
@@ -80,12 +125,10 @@ for k in $IDLE_COUNTS; do
   start_server "$OUT/idle-$k.server.log"
   echo "idle:$k  server pid $SERVER_PID" >&2
   # warm-up + baseline latency with no other session
-  timeout 120 "$L" load --url "$URL" -s 1 -c 1 -n 2000 --pid "$SERVER_PID" \
-    --json-out "$OUT/idle-$k.ping-empty.json" >/dev/null
-  timeout $(( 60 + k / 2000 )) "$L" sessions --url "$URL" -k "$k" --pid "$SERVER_PID" \
-    --no-delete --json-out "$OUT/idle-$k.json" >"$OUT/idle-$k.txt"
-  timeout 120 "$L" load --url "$URL" -s 1 -c 1 -n 2000 --pid "$SERVER_PID" \
-    --json-out "$OUT/idle-$k.ping.json" >/dev/null
+  one_session "$OUT/idle-$k.ping-empty.json"
+  bench $(( 60 + k / 2000 )) sessions --url "$URL" -k "$k" --pid "$SERVER_PID" \
+    --no-delete --json "$OUT/idle-$k.json" >"$OUT/idle-$k.txt"
+  one_session "$OUT/idle-$k.ping.json"
   echo "  rss now $(rss_kib "$SERVER_PID") KiB" >&2
   stop_server
 done
@@ -96,8 +139,8 @@ echo "cycles: ${CYCLES} x ${CYCLE_SESSIONS}  server pid $SERVER_PID" >&2
 : >"$OUT/cycles.tsv"
 printf 'cycle\trss_idle_kib\trss_after_delete_kib\trss_proc_kib\n' >>"$OUT/cycles.tsv"
 for c in $(seq "$CYCLES"); do
-  timeout 120 "$L" sessions --url "$URL" -k "$CYCLE_SESSIONS" --pid "$SERVER_PID" \
-    --settle 1 --json-out "$OUT/cycle-$c.json" >/dev/null
+  bench $(( 60 + CYCLE_SESSIONS / 500 )) sessions --url "$URL" -k "$CYCLE_SESSIONS" --pid "$SERVER_PID" \
+    --settle 1 --json "$OUT/cycle-$c.json" >/dev/null
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[2], d["server_rss_idle_kib"], d["server_rss_after_delete_kib"], sys.argv[3], sep="\t")' \
     "$OUT/cycle-$c.json" "$c" "$(rss_kib "$SERVER_PID")" >>"$OUT/cycles.tsv"
   tail -1 "$OUT/cycles.tsv" >&2
@@ -127,6 +170,7 @@ out = sys.argv[1]
 def load(n):
     p = os.path.join(out, n)
     return json.load(open(p)) if os.path.exists(p) else None
+errors = lambda d: d["failed"] + d["mismatched"]  # mcp-bench counts failed and mismatched apart
 print("## Idle sessions at scale\n")
 print("| sessions | opened | open errors | opens/s | RSS before (MiB) | RSS idle (MiB) | RSS per session (bytes) | alive (verified) | ping p50 / p99 (ms), 0 others | ping p50 / p99 (ms), with the rest idle | ping errors |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -141,7 +185,8 @@ for f in sorted(os.listdir(out)):
         rows.append((k, d))
         print(f"| {k:,} | {d['sessions_opened']:,} | {d['open_errors']} | {d['sessions_per_s']:,.0f} | "
               f"{d['server_rss_before_kib']/1024:.1f} | {d['server_rss_idle_kib']/1024:.1f} | {d['rss_per_session_bytes']:,.0f} | "
-              f"{d['verified_alive']}/{d['verified']} | {e['p50_ms']} / {e['p99_ms']} | {p['p50_ms']} / {p['p99_ms']} | {p['errors']} |")
+              f"{d['verified_alive']}/{d['verified']} | {e['latency_p50_ms']} / {e['latency_p99_ms']} | "
+              f"{p['latency_p50_ms']} / {p['latency_p99_ms']} | {errors(p)} |")
 rows.sort()
 if len(rows) >= 2:
     (k1, d1), (k2, d2) = rows[0], rows[-1]

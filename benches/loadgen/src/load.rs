@@ -1,7 +1,8 @@
 //! The measured load scenarios: every worker owns one HTTP/1.1 keep-alive connection and
-//! loops one operation until the window ends; each operation is verified in full.
+//! loops one operation until the window ends (or, `echo -n`, until the window's budget of
+//! operations is used up); each operation is verified in full.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::Args;
 use serde_json::{json, Map, Value};
@@ -15,15 +16,16 @@ use crate::{Common, Era, Outcome};
 // ----- the driver shared by every load scenario -----
 
 /// Runs the async block `$op` (which uses `$link` and the sequence number `$seq`) in a
-/// loop until the window ends, recording each outcome; evaluates to the worker's Stats.
+/// loop until the window ends or its budget is used up, recording each outcome; evaluates
+/// to the worker's Stats.
 macro_rules! worker_loop {
     ($w:expr, $timeout:expr, $link:ident, $seq:ident => $op:expr) => {{
         let (w, timeout): (Window, Duration) = ($w, $timeout);
         let mut st = Stats::default();
         let mut $seq = 0u64;
-        while Instant::now() < w.end && st.unsupported.is_none() {
+        while st.unsupported.is_none() {
+            let Some(start) = w.next_op() else { break };
             $seq += 1;
-            let start = Instant::now();
             let out: Result<u64, Fail> = match tokio::time::timeout(timeout, async { $op }).await {
                 Ok(r) => r,
                 Err(_) => Err(Fail::Failed(format!("no verified reply within {timeout:?}"))),
@@ -45,13 +47,18 @@ macro_rules! worker_loop {
     }};
 }
 
-/// Sleeps to the window's start and end, reading the counters at each.
-async fn measure(w: Window, pid: Option<u32>) -> (Snapshot, Snapshot) {
+/// Reads the counters at the window's start and at its end (its `end`, or in a counted
+/// window the moment the last worker stopped), and collects the workers' Stats.
+async fn measure(w: Window, pid: Option<u32>, handles: Vec<JoinHandle<Stats>>) -> ((Snapshot, Snapshot), Stats) {
     tokio::time::sleep_until(w.start.into()).await;
     let a = Snapshot::take(pid);
+    if w.budget.is_some() {
+        let stats = join(handles).await;
+        return ((a, Snapshot::take(pid)), stats);
+    }
     tokio::time::sleep_until(w.end.into()).await;
     let b = Snapshot::take(pid);
-    (a, b)
+    ((a, b), join(handles).await)
 }
 
 async fn join(handles: Vec<JoinHandle<Stats>>) -> Stats {
@@ -77,7 +84,7 @@ fn rid(worker: usize, seq: u64, sub: u64) -> u64 {
 /// it go to `on_note`; a server request or a response with another id is a mismatch.
 /// Returns the `result` of a successful response; the rest of the stream is drained so
 /// the connection can be reused (or dropped if it stays open).
-async fn call(
+pub(crate) async fn call(
     link: &mut Link,
     headers: &Headers,
     body: Vec<u8>,
@@ -120,7 +127,7 @@ async fn call(
 
 /// Checks a tools/call result: not an error, (modern) `resultType: complete`, and
 /// content[0] the text `want`.
-fn check_text(era: Era, id: u64, result: &Value, want: &str) -> Result<(), Fail> {
+pub(crate) fn check_text(era: Era, id: u64, result: &Value, want: &str) -> Result<(), Fail> {
     if result.get("isError").and_then(Value::as_bool) == Some(true) {
         return Err(Fail::Failed(format!("id {id}: tool error: {result}")));
     }
@@ -136,7 +143,7 @@ fn check_text(era: Era, id: u64, result: &Value, want: &str) -> Result<(), Fail>
 /// A tools/call body with the arguments as JSON text and, for the modern era, the
 /// pre-serialized `_meta` envelope (`meta`), plus any extra `_meta` keys in `meta_extra`
 /// (JSON members without braces, e.g. `"progressToken":"p1"`).
-fn call_body(id: u64, tool: &str, args: &str, meta: Option<&str>, meta_extra: &str, extra_params: &str) -> Vec<u8> {
+pub(crate) fn call_body(id: u64, tool: &str, args: &str, meta: Option<&str>, meta_extra: &str, extra_params: &str) -> Vec<u8> {
     let meta = match (meta, meta_extra.is_empty()) {
         (Some(m), true) => format!(",\"_meta\":{m}"),
         (Some(m), false) => format!(",\"_meta\":{{{meta_extra},{}", &m[1..]),
@@ -150,7 +157,7 @@ fn call_body(id: u64, tool: &str, args: &str, meta: Option<&str>, meta_extra: &s
 }
 
 /// A unique ASCII text of `len` bytes (at least the unique prefix).
-fn unique_text(worker: usize, seq: u64, len: usize) -> String {
+pub(crate) fn unique_text(worker: usize, seq: u64, len: usize) -> String {
     let mut s = format!("w{worker}-{seq}-");
     while s.len() < len {
         s.push((b'a' + (s.len() % 26) as u8) as char);
@@ -187,11 +194,11 @@ pub(crate) async fn close_sessions(target: &Target, sessions: &[Session]) -> u64
             .iter()
             .map(|s| {
                 let (t, s) = (target.clone(), s.clone());
-                tokio::spawn(async move { mcp::close_session(&mut Link::new(t), &s).await })
+                tokio::spawn(async move { mcp::close_session(&mut Link::new(t), &s, Duration::from_secs(5)).await })
             })
             .collect();
         for h in hs {
-            if !h.await.unwrap_or(false) {
+            if !matches!(h.await, Ok(Ok(()))) {
                 failed += 1;
             }
         }
@@ -283,6 +290,10 @@ pub struct EchoArgs {
     /// Length of each request's unique echo text.
     #[arg(long, default_value_t = 64)]
     text_bytes: usize,
+    /// Instead of a -d window: N requests after the warm-up (each ends verified or counted as
+    /// failed), then stop; the window closes when the last of them ends.
+    #[arg(short = 'n', long = "requests", conflicts_with = "duration", value_parser = clap::value_parser!(u64).range(1..))]
+    requests: Option<u64>,
 }
 
 pub async fn echo(a: EchoArgs) -> Result<Outcome, String> {
@@ -290,7 +301,10 @@ pub async fn echo(a: EchoArgs) -> Result<Outcome, String> {
     let target = Target::parse(&c.url).await?;
     let before = Snapshot::take(c.pid);
     let p = plan(a.era, &target, a.sessions, a.concurrency, json!({})).await?;
-    let w = Window::after(c.warmup, c.duration);
+    let w = match a.requests {
+        Some(n) => Window::counted(c.warmup, n),
+        None => Window::after(c.warmup, c.duration),
+    };
     let meta = serde_json::to_string(&mcp::modern_meta(&json!({}))).expect("json");
     let mut handles = Vec::new();
     for (i, (mut link, sess)) in p.workers.into_iter().enumerate() {
@@ -311,14 +325,14 @@ pub async fn echo(a: EchoArgs) -> Result<Outcome, String> {
             })
         }));
     }
-    let snaps = measure(w, c.pid).await;
-    let stats = join(handles).await;
+    let (snaps, stats) = measure(w, c.pid, handles).await;
     let delete_failed = close_sessions(&target, &p.sessions).await;
     let (s, cc) = (a.sessions, a.concurrency);
     finish(c, "echo", a.era, before, snaps, stats, |s| s.window_ops, |j, _, _| {
         j.insert("sessions".into(), json!(if a.era == Era::Legacy { s } else { 0 }));
         j.insert("workers".into(), json!(s * cc));
         j.insert("text_bytes".into(), json!(a.text_bytes));
+        j.insert("requests".into(), json!(a.requests));
         j.insert("delete_failed".into(), json!(delete_failed));
     })
     .await
@@ -406,8 +420,7 @@ pub async fn input_required(a: InputRequiredArgs) -> Result<Outcome, String> {
             })
         }));
     }
-    let snaps = measure(w, c.pid).await;
-    let stats = join(handles).await;
+    let (snaps, stats) = measure(w, c.pid, handles).await;
     let (s, cc) = (a.sessions, a.concurrency);
     finish(c, "input-required", Era::Modern, before, snaps, stats, |s| s.window_ops, |j, _, _| {
         j.insert("op".into(), json!("round trip: tools/call ask -> input_required -> retry with inputResponses"));
@@ -506,8 +519,7 @@ pub async fn elicit(a: ElicitArgs) -> Result<Outcome, String> {
             })
         }));
     }
-    let snaps = measure(w, c.pid).await;
-    let stats = join(handles).await;
+    let (snaps, stats) = measure(w, c.pid, handles).await;
     let delete_failed = close_sessions(&target, &p.sessions).await;
     let (s, cc) = (a.sessions, a.concurrency);
     finish(c, "elicit", Era::Legacy, before, snaps, stats, |s| s.window_ops, |j, _, _| {
@@ -592,8 +604,7 @@ pub async fn progress(a: ProgressArgs) -> Result<Outcome, String> {
             })
         }));
     }
-    let snaps = measure(w, c.pid).await;
-    let stats = join(handles).await;
+    let (snaps, stats) = measure(w, c.pid, handles).await;
     let delete_failed = close_sessions(&target, &p.sessions).await;
     let (s, cc) = (a.sessions, a.concurrency);
     finish(c, "progress", a.era, before, snaps, stats, |s| s.window_items, |j, st, wall| {
@@ -742,8 +753,7 @@ pub async fn resume(a: ResumeArgs) -> Result<Outcome, String> {
             })
         }));
     }
-    let snaps = measure(w, c.pid).await;
-    let stats = join(handles).await;
+    let (snaps, stats) = measure(w, c.pid, handles).await;
     let delete_failed = close_sessions(&target, &p.sessions).await;
     finish(c, "resume", Era::Legacy, before, snaps, stats, |s| s.window_items, |j, st, wall| {
         j.insert("op".into(), json!("resume: one GET + Last-Event-ID continuing a dropped stream (server_cpu_us_per_op is per resumed stream)"));

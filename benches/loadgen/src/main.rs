@@ -4,6 +4,7 @@
 mod load;
 mod mcp;
 mod procfs;
+mod sessions;
 mod stats;
 mod streams;
 
@@ -33,6 +34,8 @@ enum Cmd {
     Streams(streams::StreamsArgs),
     /// Handshake-era SSE resumption: drop the POST's stream every K events, resume with Last-Event-ID.
     Resume(load::ResumeArgs),
+    /// Many idle handshake-era sessions: opens/s, RSS per idle session, a sample checked alive, DELETE all.
+    Sessions(sessions::SessionsArgs),
 }
 
 /// Options shared by the measured load subcommands.
@@ -99,6 +102,7 @@ fn main() {
             Cmd::Progress(a) => load::progress(a).await,
             Cmd::Streams(a) => streams::run(a).await,
             Cmd::Resume(a) => load::resume(a).await,
+            Cmd::Sessions(a) => sessions::run(a).await,
         }
     });
     // Tasks still blocked on open streams are abandoned, not awaited.

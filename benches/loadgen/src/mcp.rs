@@ -314,6 +314,23 @@ pub struct Session {
     pub headers: Headers,
 }
 
+impl Session {
+    /// The session `id` (an Mcp-Session-Id the server gave) with the version header.
+    pub fn legacy(id: &str) -> Session {
+        Session {
+            headers: vec![
+                (H_SESSION.clone(), hv(id)),
+                (H_VERSION.clone(), HeaderValue::from_static(LEGACY_VERSION)),
+            ],
+        }
+    }
+
+    /// The session's id (its Mcp-Session-Id header).
+    pub fn id(&self) -> &str {
+        self.headers.iter().find(|(k, _)| *k == H_SESSION).and_then(|(_, v)| v.to_str().ok()).unwrap_or("")
+    }
+}
+
 /// initialize + notifications/initialized on `link`; `capabilities` are the client's.
 pub async fn open_session(link: &mut Link, capabilities: Value) -> Result<Session, String> {
     let body = request(
@@ -344,30 +361,39 @@ pub async fn open_session(link: &mut Link, capabilities: Value) -> Result<Sessio
     if pv != Some(LEGACY_VERSION) {
         return Err(format!("initialize: protocolVersion {pv:?}, wanted {LEGACY_VERSION}: {result}"));
     }
-    let headers = vec![
-        (H_SESSION.clone(), hv(&sid)),
-        (H_VERSION.clone(), HeaderValue::from_static(LEGACY_VERSION)),
-    ];
+    let s = Session::legacy(&sid);
     let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let r = link.send(post(&link.target, &headers, &note)).await?;
+    let r = link.send(post(&link.target, &s.headers, &note)).await?;
     if r.status != 202 {
         let st = r.status;
         return Err(format!("notifications/initialized: HTTP {st} (wanted 202): {}", r.text().await));
     }
     drop(r);
-    Ok(Session { headers })
+    Ok(s)
 }
 
-/// DELETE the session; true if the server answered 2xx.
-pub async fn close_session(link: &mut Link, s: &Session) -> bool {
+/// DELETE the session; Ok if the server answered 2xx within `timeout`. The link's
+/// connection is kept for the next request unless the exchange left it unusable.
+pub async fn close_session(link: &mut Link, s: &Session, timeout: Duration) -> Result<(), String> {
     let req = build(&link.target, Method::DELETE, ACCEPT_BOTH, &s.headers, None);
-    match tokio::time::timeout(Duration::from_secs(5), link.send(req)).await {
+    match tokio::time::timeout(timeout, link.send(req)).await {
         Ok(Ok(mut r)) => {
-            let ok = (200..300).contains(&r.status);
-            r.drain(Duration::from_secs(1)).await;
-            ok
+            let st = r.status;
+            if !(200..300).contains(&st) {
+                let text = r.text().await;
+                link.drop_conn();
+                return Err(format!("DELETE: HTTP {st}: {text}"));
+            }
+            if !r.drain(Duration::from_secs(1)).await {
+                link.drop_conn();
+            }
+            Ok(())
         }
-        _ => false,
+        Ok(Err(e)) => Err(format!("DELETE: {e}")),
+        Err(_) => {
+            link.drop_conn();
+            Err(format!("DELETE: no reply within {timeout:?}"))
+        }
     }
 }
 

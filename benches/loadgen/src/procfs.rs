@@ -27,6 +27,8 @@ pub fn rss_kib(pid: u32) -> Option<u64> {
 }
 
 /// Raises this process's RLIMIT_NOFILE soft limit to the hard limit; returns the new soft limit.
+// rlim_t is u64 on 64-bit Linux but not on every target: the casts stay.
+#[allow(clippy::unnecessary_cast)]
 pub fn raise_nofile() -> u64 {
     // SAFETY: getrlimit/setrlimit write/read only the struct passed.
     unsafe {

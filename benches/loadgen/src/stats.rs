@@ -1,5 +1,6 @@
 //! Counting, the measured window, and the report (human summary + one JSON object).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -14,17 +15,50 @@ const SAMPLES: usize = 5;
 #[derive(Clone, Copy, Debug)]
 pub struct Window {
     pub start: Instant,
+    /// The end of a timed window (a counted window has none: it is `start`, unused).
     pub end: Instant,
+    /// A counted window's budget: operations still to start after the warm-up, shared by
+    /// every worker; the window ends when the last of them ends.
+    pub budget: Option<&'static AtomicU64>,
 }
 
 impl Window {
+    /// A window of `duration` seconds after `warmup` seconds.
     pub fn after(warmup: f64, duration: f64) -> Window {
         let start = Instant::now() + Duration::from_secs_f64(warmup);
-        Window { start, end: start + Duration::from_secs_f64(duration) }
+        Window { start, end: start + Duration::from_secs_f64(duration), budget: None }
+    }
+
+    /// A window of `ops` operations started after `warmup` seconds.
+    pub fn counted(warmup: f64, ops: u64) -> Window {
+        let start = Instant::now() + Duration::from_secs_f64(warmup);
+        // One counter per run, for the life of the process (Window stays Copy).
+        let budget: &'static AtomicU64 = Box::leak(Box::new(AtomicU64::new(ops)));
+        Window { start, end: start, budget: Some(budget) }
     }
 
     pub fn contains(&self, t: Instant) -> bool {
         t >= self.start && t <= self.end
+    }
+
+    /// The start (now) of a worker's next operation, or None if it should stop. After a
+    /// counted window's warm-up, each operation takes one from the budget.
+    pub fn next_op(&self) -> Option<Instant> {
+        let now = Instant::now();
+        let go = match self.budget {
+            None => now < self.end,
+            Some(b) => now < self.start || b.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok(),
+        };
+        go.then_some(now)
+    }
+
+    /// Whether an operation that ran from `start` to `end` counts in the window: it ended
+    /// inside a timed window, or took from a counted window's budget.
+    pub fn counts(&self, start: Instant, end: Instant) -> bool {
+        match self.budget {
+            None => self.contains(end),
+            Some(_) => start >= self.start,
+        }
     }
 }
 
@@ -84,7 +118,7 @@ impl Stats {
         match outcome {
             Ok(items) => {
                 self.ok += 1;
-                if w.contains(end) {
+                if w.counts(start, end) {
                     self.window_ops += 1;
                     self.window_items += items;
                     let us = end.duration_since(start).as_micros().max(1) as u64;
