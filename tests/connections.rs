@@ -502,3 +502,41 @@ async fn a_request_whose_first_bytes_arrive_one_by_one_is_served() {
     let text = String::from_utf8_lossy(&buf[..n]);
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
 }
+
+#[tokio::test]
+async fn an_http2_preface_trickled_a_byte_at_a_time_is_cut_off_after_header_timeout() {
+    let server = TestServer::with_config(&config("[http]\nheader_timeout = \"1s\"\n"));
+    let mut tcp = connect(&server).await;
+    let preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    let started = Instant::now();
+    // One byte every 250 ms: the whole preface would take 6 s, each byte well inside 1 s.
+    let mut cut_off = false;
+    for byte in preface {
+        if tcp.write_all(&[*byte]).await.is_err() {
+            cut_off = true;
+            break;
+        }
+        if closed_by_server(&mut tcp, Duration::from_millis(250)).await {
+            cut_off = true;
+            break;
+        }
+    }
+    let waited = started.elapsed();
+    assert!(cut_off, "a trickled preface held its connection {waited:?}");
+    assert!(
+        waited < Duration::from_secs(4),
+        "cut off only after {waited:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_http2_connection_that_sends_no_request_is_closed_after_header_timeout() {
+    let server = TestServer::with_config(&config("[http]\nheader_timeout = \"1s\"\n"));
+    let mut tcp = connect(&server).await;
+    tcp.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+        .await
+        .expect("preface");
+    let started = Instant::now();
+    assert!(closed_by_server(&mut tcp, Duration::from_secs(5)).await);
+    assert!(started.elapsed() >= Duration::from_millis(800));
+}
