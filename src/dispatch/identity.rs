@@ -29,7 +29,7 @@ impl ServerIdentity {
             server_info["description"] = json!(description);
         }
         let meta = json!({ SERVER_INFO_META: server_info });
-        // A `Value` always serializes; the fallback only keeps this free of a panic path.
+        // invariant: a `Value` always serializes; the `null` fallback is never taken.
         let server_info_meta =
             serde_json::value::to_raw_value(&meta).unwrap_or_else(|_| RawValue::NULL.to_owned());
         let mut result = json!({

@@ -50,7 +50,8 @@ pub(crate) fn stamped_response(
                 id,
                 result,
             };
-            // Cannot fail: every key is a string, every value a `Value` or valid raw JSON.
+            // invariant: cannot fail; every key is a string, every value a `Value` or raw JSON
+            // that was itself serialized from one. The empty fallback is never taken.
             return Bytes::from(serde_json::to_vec(&wire).unwrap_or_default());
         }
         Some(Value::Object(meta)) => {
