@@ -18,7 +18,7 @@
 #   --no-build     use what is built; only check that it exists
 #
 # Servers: `mine` is mcp-actor on benches/compare.toml ($MCP_ACTOR_BIN, or the release build of
-# this repository, built here when missing); `limit` is benches/limit (echo scenarios only);
+# this repository, built here when missing); `limit` is benches/limit (echo and streams scenarios);
 # `rust`, `ts`, `python` are benches/peers/<name>. Builds go through cargo, which rebuilds only
 # what changed, and benches/setup.sh (peers and limit); they run under `nice -n 10`.
 #
@@ -322,11 +322,13 @@ on_signal() {
 trap on_signal INT TERM
 
 # --- the runs ---------------------------------------------------------------------------
+# The limit answers the echo flow and holds open streams, nothing else (after scenario_args).
+limit_skips() { [[ $1 == limit && $SECHO != 1 && $SKIND != streams ]]; }
 runs_total=0
 for sc in "${want_scenarios[@]}"; do
     scenario_args "$sc"
     for s in "${want_servers[@]}"; do
-        [[ $s == limit && $SECHO != 1 ]] && continue
+        limit_skips "$s" && continue
         runs_total=$((runs_total + ROUNDS))
     done
 done
@@ -340,7 +342,7 @@ for sc in "${want_scenarios[@]}"; do
     scenario_args "$sc"
     for ((r = 1; r <= ROUNDS; r++)); do
         for s in "${want_servers[@]}"; do
-            [[ $s == limit && $SECHO != 1 ]] && continue # the limit answers the echo flow only
+            limit_skips "$s" && continue
             n=$((n + 1))
             run="${sc}__${s}__r${r}"
             json="$OUT/$run.json"

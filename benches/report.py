@@ -207,7 +207,8 @@ def table(meta, scenario, servers, cells):
                      "`--rounds`, default 3): `ok` counts notifications received over the 3 triggers. Fan-out is "
                      "trigger → arrival per stream; the server's CPU over the triggers is read in 10 ms clock "
                      "ticks, so with few streams it may round to 0. mine's trigger is a config rewrite + SIGHUP "
-                     "(benches/loadgen/mcp-actor-toggle-tool.sh), the peers' a POST to /bench/list-changed.")
+                     "(benches/loadgen/mcp-actor-toggle-tool.sh), the limit's and the peers' a POST to "
+                     "/bench/list-changed.")
     return lines, notes
 
 
@@ -251,6 +252,8 @@ def tracked(runs, servers):
     add("resumption CPU per resumed stream ÷ rmcp's, resume-legacy",
         cpu(runs, "resume-legacy", "mine"), cpu(runs, "resume-legacy", "rust"), "")
     for sc in ("streams-legacy", "streams-modern"):
+        add(f"RSS per stream ÷ the limit's, {sc}", med(runs, sc, "mine", "rss_per_stream_kib"),
+            med(runs, sc, "limit", "rss_per_stream_kib"), "")
         add(f"RSS per stream ÷ rmcp's, {sc}", med(runs, sc, "mine", "rss_per_stream_kib"),
             med(runs, sc, "rust", "rss_per_stream_kib"), "")
         add(f"list_changed fan-out p99 ÷ rmcp's, {sc}", med(runs, sc, "mine", "latency_p99_ms"),
@@ -286,7 +289,7 @@ def main():
     for s in servers:
         md.append(f"| {s} | {meta.get('versions', {}).get(s, '')} |")
     md += ["", "`mine` is mcp-actor on `benches/compare.toml` (`worker_threads = 1`: the load generator "
-           "takes the other core); `limit` is the bare axum server of `benches/limit` (echo only), the "
+           "takes the other core); `limit` is the bare axum server of `benches/limit` (echo and open streams), the "
            "ceiling of any server on this stack. Ratios in parentheses are value ÷ mine.", ""]
 
     md += ["## mcp-actor's tracked ratios", "", "| ratio | mine | other | mine ÷ other |", "|---|---|---|---|"]

@@ -2,7 +2,7 @@
 //! but the minimum every MCP server must do.
 //!
 //! It serves `POST /mcp` on axum with canned replies and no MCP logic: no session
-//! table, no validation, no SSE. Each request body is still parsed with serde_json
+//! table, no validation, no replay log. Each request body is still parsed with serde_json
 //! to read the JSON-RPC id and the echo text, because no real server can skip that.
 //! The gap between this server and `mcp-actor` in the same table is the cost of
 //! our own MCP machinery; this server's own figures are what axum + hyper + tokio
@@ -22,24 +22,53 @@
 //! `application/json`, no session header; a notification gets 202. Neither the
 //! envelope nor the routing headers are checked.
 //!
+//! Streams (the `streams` scenarios of `mcp-bench`): a `GET /mcp` is answered with an SSE
+//! stream that stays open, and a 2026-07-28 `subscriptions/listen` with an SSE stream that
+//! opens with the acknowledgement. `POST /bench/list-changed` sends
+//! `notifications/tools/list_changed` to every open stream (with the listen request's id
+//! as `subscriptionId` on listen streams). Nothing else is kept per stream: a broadcast
+//! receiver and the connection hyper holds, which is what any server on axum pays for an
+//! open stream.
+//!
 //! Usage: `mcp-limit --port PORT` (127.0.0.1).
 
+use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::Router;
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::serve::ListenerExt;
 use serde_json::{Value, json};
+use tokio::sync::broadcast;
+use tokio_stream::StreamExt;
+use tokio_stream::wrappers::BroadcastStream;
 
 static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
+
+/// One `()` per `POST /bench/list-changed`, to every open stream.
+static LIST_CHANGED: LazyLock<broadcast::Sender<()>> =
+    LazyLock::new(|| broadcast::channel(16).0);
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
     let port = parse_port();
-    let app = Router::new().route("/mcp", post(answer).delete(|| async { StatusCode::OK }));
+    let app = Router::new()
+        .route(
+            "/mcp",
+            post(answer)
+                .get(|| async { stream(None) })
+                .delete(|| async { StatusCode::OK }),
+        )
+        .route(
+            "/bench/list-changed",
+            post(|| async {
+                let _ = LIST_CHANGED.send(());
+                StatusCode::OK
+            }),
+        );
     // TCP_NODELAY as in mcp-actor and the rmcp peer, so the comparison is fair.
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
         .await?
@@ -78,6 +107,7 @@ async fn answer(headers: HeaderMap, body: Bytes) -> Response {
     let method = request.get("method").and_then(Value::as_str).unwrap_or("");
     match (method, request.get("id")) {
         (_, None) => StatusCode::ACCEPTED.into_response(),
+        ("subscriptions/listen", Some(id)) if modern => stream(Some(id)),
         (_, Some(id)) if modern => call_tool(id, &request, Era::Modern).await,
         ("initialize", Some(id)) => initialize(id, &request),
         (_, Some(id)) => call_tool(id, &request, Era::Handshake).await,
@@ -151,6 +181,25 @@ async fn call_tool(id: &Value, request: &Value, era: Era) -> Response {
         Era::Modern => br#","type":"text"}],"resultType":"complete"}}"#.as_slice(),
     });
     json_response(body)
+}
+
+/// An SSE stream of `notifications/tools/list_changed`: a GET stream, or (with the listen
+/// request's id) a listen stream, which opens with its acknowledgement.
+fn stream(listen: Option<&Value>) -> Response {
+    let meta = listen.map(|id| json!({ "io.modelcontextprotocol/subscriptionId": id }));
+    let event = |message: Value| Bytes::from(format!("data: {message}\n\n"));
+    let changed = event(match &meta {
+        Some(meta) => json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+            "params": {"_meta": meta}}),
+        None => json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+    });
+    let ack = meta.map(|meta| {
+        event(json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+            "params": {"_meta": meta, "notifications": {"toolsListChanged": true}}}))
+    });
+    let changes = BroadcastStream::new(LIST_CHANGED.subscribe()).map(move |r| r.map(|()| changed.clone()));
+    let body = Body::from_stream(tokio_stream::iter(ack.map(Ok)).chain(changes));
+    ([(header::CONTENT_TYPE, "text/event-stream")], body).into_response()
 }
 
 fn json_response(body: Vec<u8>) -> Response {
