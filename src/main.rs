@@ -16,9 +16,57 @@ use mcp_actor::providers::{
 use mcp_actor::reload::{self, Reloader};
 use tracing_subscriber::EnvFilter;
 
-// Chosen by measurement against the system allocator; see docs/performance.md.
+// mimalloc, chosen by measurement against the system allocator; see docs/performance.md.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: WordAligned = WordAligned;
+
+/// mimalloc behind `mimalloc::MiMalloc`'s calls, except that a layout aligned to at most a
+/// word goes to `mi_malloc`/`mi_zalloc`/`mi_realloc`: every mimalloc block is word-aligned,
+/// and mimalloc's aligned entry points take a slower over-allocating path whenever the
+/// thread's free list for the size is empty or the size is over 1 KiB (about 1,000
+/// instructions per request here, docs/performance.md). Larger alignments (tokio's task
+/// cells are 128-byte aligned) keep the aligned calls.
+struct WordAligned;
+
+const WORD: usize = std::mem::size_of::<usize>();
+
+// SAFETY: each call forwards to the mimalloc function of the same contract; the unaligned
+// ones are used only where mimalloc's word alignment already satisfies the layout.
+unsafe impl std::alloc::GlobalAlloc for WordAligned {
+    #[inline]
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        if layout.align() <= WORD {
+            unsafe { libmimalloc_sys::mi_malloc(layout.size()).cast() }
+        } else {
+            unsafe { libmimalloc_sys::mi_malloc_aligned(layout.size(), layout.align()).cast() }
+        }
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        if layout.align() <= WORD {
+            unsafe { libmimalloc_sys::mi_zalloc(layout.size()).cast() }
+        } else {
+            unsafe { libmimalloc_sys::mi_zalloc_aligned(layout.size(), layout.align()).cast() }
+        }
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, _layout: std::alloc::Layout) {
+        unsafe { libmimalloc_sys::mi_free(ptr.cast()) }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        if layout.align() <= WORD {
+            unsafe { libmimalloc_sys::mi_realloc(ptr.cast(), new_size).cast() }
+        } else {
+            unsafe {
+                libmimalloc_sys::mi_realloc_aligned(ptr.cast(), new_size, layout.align()).cast()
+            }
+        }
+    }
+}
 
 #[derive(Parser)]
 #[command(
