@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::jsonrpc::{RequestId, RpcError};
-use crate::protocol::{ClientInfo, ElicitResult, LogLevel};
+use crate::protocol::{ClientInfo, ElicitResult, LogLevel, object};
 
 /// Why a server→client request did not produce an answer.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -151,7 +151,10 @@ impl RequestContext {
         let Some(token) = &self.inner.progress_token else {
             return;
         };
-        let mut params = json!({ "progressToken": token, "progress": progress });
+        let mut params = object([
+            ("progressToken", token.clone()),
+            ("progress", json!(progress)),
+        ]);
         if let Some(total) = total {
             params["total"] = json!(total);
         }
@@ -173,7 +176,7 @@ impl RequestContext {
 
     /// Sends `notifications/message`. Messages below the session's log level are dropped.
     pub async fn log(&self, level: LogLevel, logger: Option<&str>, data: Value) {
-        let mut params = json!({ "level": level, "data": data });
+        let mut params = object([("level", json!(level)), ("data", data)]);
         if let Some(logger) = logger {
             params["logger"] = json!(logger);
         }
@@ -211,7 +214,10 @@ impl RequestContext {
         if !self.inner.client.supports_elicitation_form() {
             return Err(self.missing("elicitation"));
         }
-        let params = json!({ "message": message, "requestedSchema": requested_schema });
+        let params = object([
+            ("message", Value::String(message.to_owned())),
+            ("requestedSchema", requested_schema),
+        ]);
         let answer = self
             .inner
             .link

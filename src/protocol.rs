@@ -88,6 +88,17 @@ impl fmt::Display for ProtocolVersion {
 /// The stateless revision, served per request without sessions (see [`crate::stateless`]).
 pub const MODERN_VERSION: &str = "2026-07-28";
 
+/// A JSON object of the given members, moved in. `json!` would serialize every interpolated
+/// `Value` again into a copy (a whole elicitation schema, per call); this does not.
+pub fn object<const N: usize>(members: [(&str, Value); N]) -> Value {
+    Value::Object(
+        members
+            .into_iter()
+            .map(|(key, value)| (key.to_owned(), value))
+            .collect(),
+    )
+}
+
 /// The `progressToken` of a request's `_meta`, when it is a string or an integer (the only
 /// types the spec allows); anything else is ignored rather than echoed back.
 pub fn progress_token(meta: Option<&Value>) -> Option<Value> {

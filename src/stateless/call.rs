@@ -20,6 +20,7 @@ use crate::dispatch::methods;
 use crate::dispatch::{request_span, run_guarded};
 use crate::jsonrpc::{self, Request, RequestId, RpcError, codes};
 use crate::metrics::RequestTimer;
+use crate::protocol::object;
 use tracing::Instrument;
 
 /// The binding of a request's `requestState`: what a retry must repeat, and who must send
@@ -179,9 +180,11 @@ pub(super) async fn run(
             let sealed = task_state
                 .request_state
                 .seal(binding(&request, &task_caller.key), answers);
-            Ok(json!({
-                "resultType": "input_required", "inputRequests": inputs, "requestState": sealed,
-            }))
+            Ok(object([
+                ("resultType", Value::from("input_required")),
+                ("inputRequests", Value::Object(inputs)),
+                ("requestState", Value::String(sealed)),
+            ]))
         } else {
             outcome
         };

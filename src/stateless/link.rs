@@ -13,12 +13,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::context::{ClientLink, ClientRequestError, Notice};
 use crate::jsonrpc::{self, RequestId};
-use crate::protocol::LogLevel;
+use crate::protocol::{LogLevel, object};
 
 /// Input requests one run may collect before further asks are dropped: a handler that
 /// loops on unanswered input must not grow the reply without bound.
@@ -117,9 +117,10 @@ impl ClientLink for StatelessLink {
             match answer {
                 Some(answer) => Ok(answer),
                 None => {
-                    let _ = self
-                        .needed
-                        .try_send((key, json!({ "method": method, "params": params })));
+                    let _ = self.needed.try_send((
+                        key,
+                        object([("method", Value::from(method)), ("params", params)]),
+                    ));
                     Err(ClientRequestError::InputRequired)
                 }
             }

@@ -20,6 +20,7 @@ use crate::auth::KeyedSlot;
 use crate::events::ServerEvent;
 use crate::jsonrpc::{self, Request, RequestId, RpcError};
 use crate::log_limit::warn_limited;
+use crate::protocol::object;
 
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
@@ -81,22 +82,20 @@ impl Filter {
 
     /// The notification for `event`, if this stream asked for it.
     fn select(&self, event: &ServerEvent, id: &RequestId) -> Option<jsonrpc::Message> {
-        let meta = json!({ SUBSCRIPTION_ID: id });
+        let meta = || object([("_meta", json!({ SUBSCRIPTION_ID: id }))]);
         let (method, params) = match event {
             ServerEvent::ToolsListChanged if self.tools => {
-                ("notifications/tools/list_changed", json!({ "_meta": meta }))
+                ("notifications/tools/list_changed", meta())
             }
-            ServerEvent::PromptsListChanged if self.prompts => (
-                "notifications/prompts/list_changed",
-                json!({ "_meta": meta }),
-            ),
-            ServerEvent::ResourcesListChanged if self.resources => (
-                "notifications/resources/list_changed",
-                json!({ "_meta": meta }),
-            ),
+            ServerEvent::PromptsListChanged if self.prompts => {
+                ("notifications/prompts/list_changed", meta())
+            }
+            ServerEvent::ResourcesListChanged if self.resources => {
+                ("notifications/resources/list_changed", meta())
+            }
             ServerEvent::ResourceUpdated { uri } if self.covers(uri) => (
                 "notifications/resources/updated",
-                json!({ "uri": uri, "_meta": meta }),
+                json!({ "uri": uri, "_meta": { SUBSCRIPTION_ID: id } }),
             ),
             _ => return None,
         };

@@ -12,6 +12,7 @@ use super::{Busy, Inner, Upstream, connection_for};
 use crate::context::ClientRequestError;
 use crate::features::FeatureSet;
 use crate::features::tools::{Tool, ToolError};
+use crate::protocol::object;
 
 /// The most pages of one list the catalog reads: an upstream that pages forever is cut off.
 const MAX_PAGES: usize = 100;
@@ -250,7 +251,7 @@ async fn call(
         .await
         .map_err(failed)?;
     let _busy = scope.as_deref().map(Busy::new);
-    let params = json!({ "name": name, "arguments": arguments });
+    let params = object([("name", Value::from(name)), ("arguments", arguments)]);
     conn.request(
         "tools/call",
         Some(params),
