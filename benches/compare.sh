@@ -30,7 +30,9 @@
 # OUT/runs.tsv with its status: ok, not-supported (mcp-bench exit 3: the server lacks the
 # feature; not a failure), failed (exit 1: failed or mismatched operations), setup-error
 # (exit 2), timeout, start-failed (the server never answered), server-exited (it died during
-# the run). After the last run: report.py writes OUT/report.md and plot.py OUT/compare.svg.
+# the run), and the hypervisor's steal time over the run (steal_pct: CPU the host gave to
+# other guests; a run with 5% or more is flagged, as the host slowed it). After the last run:
+# report.py writes OUT/report.md and plot.py OUT/compare.svg.
 # The exit code is 1 when any run failed (after the report is written), 2 on a usage or
 # setup error, else 0.
 set -uo pipefail
@@ -322,6 +324,11 @@ on_signal() {
 trap on_signal INT TERM
 
 # --- the runs ---------------------------------------------------------------------------
+# The machine's CPU time so far, in clock ticks: "steal total" from /proc/stat's cpu line.
+# Steal is time the hypervisor gave to other guests; a run with much of it is slowed
+# (report.md shows it per run).
+steal_now() { awk '/^cpu /{print $9, $2+$3+$4+$5+$6+$7+$8+$9; exit}' /proc/stat; }
+
 # The limit answers the echo flow and holds open streams, nothing else (after scenario_args).
 limit_skips() { [[ $1 == limit && $SECHO != 1 && $SKIND != streams ]]; }
 runs_total=0
@@ -334,7 +341,7 @@ for sc in "${want_scenarios[@]}"; do
 done
 say "$runs_total runs: ${want_scenarios[*]} | servers: ${want_servers[*]} | -d $DURATION -w $WARMUP --rounds $ROUNDS --streams $STREAMS | out: $OUT"
 
-printf 'scenario\tserver\tround\tstatus\tbench_exit\tserver_exit\tport\tseconds\tjson\tbench_log\tserver_log\n' >"$OUT/runs.tsv"
+printf 'scenario\tserver\tround\tstatus\tbench_exit\tserver_exit\tport\tseconds\tjson\tbench_log\tserver_log\tsteal_pct\n' >"$OUT/runs.tsv"
 FAILS=0
 n=0
 t_start=$SECONDS
@@ -354,6 +361,7 @@ for sc in "${want_scenarios[@]}"; do
                 cp "$BENCHES/compare.toml" "$cfg"
             fi
             t0=$SECONDS
+            read -r steal0 ticks0 < <(steal_now)
             brc="" status=""
             if ! start_server "$s" "$cfg" "$slog"; then
                 status=start-failed
@@ -387,10 +395,12 @@ for sc in "${want_scenarios[@]}"; do
             fi
             stop_server
             secs=$((SECONDS - t0))
+            read -r steal1 ticks1 < <(steal_now)
+            steal=$(awk -v s=$((steal1 - steal0)) -v t=$((ticks1 - ticks0)) 'BEGIN { printf "%.1f", (t > 0 ? 100 * s / t : 0) }')
             [[ $status == ok || $status == not-supported ]] || FAILS=$((FAILS + 1))
             [[ -e "$json" ]] || json=""
-            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$sc" "$s" "$r" "$status" "$brc" "$SERVER_RC" \
-                "$PORT" "$secs" "${json:+${json##*/}}" "logs/${blog##*/}" "logs/${slog##*/}" >>"$OUT/runs.tsv"
+            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$sc" "$s" "$r" "$status" "$brc" "$SERVER_RC" \
+                "$PORT" "$secs" "${json:+${json##*/}}" "logs/${blog##*/}" "logs/${slog##*/}" "$steal" >>"$OUT/runs.tsv"
             summary=""
             if [[ -n "$json" ]]; then
                 summary="$(python3 -c '
@@ -404,7 +414,9 @@ else:
     print("%.0f/s, %.2f us/op, failed %s, mismatched %s" % (j.get("rate_per_s") or 0, j.get("server_cpu_us_per_op") or 0, j.get("failed"), j.get("mismatched")))
 ' "$json" 2>/dev/null)"
             fi
-            say "[$n/$runs_total] $sc $s r$r: $status${summary:+ $summary} (${secs} s)"
+            stolen=""
+            awk -v x="$steal" 'BEGIN { exit !(x >= 5) }' && stolen=", steal ${steal}%"
+            say "[$n/$runs_total] $sc $s r$r: $status${summary:+ $summary} (${secs} s$stolen)"
             if [[ $status != ok && $status != not-supported ]]; then
                 say "    see ${blog/#$OUT\//}$([[ -e $blog ]] || echo ' (none: mcp-bench did not run)') and ${slog/#$OUT\//} in $OUT"
             fi

@@ -228,6 +228,24 @@ def med(runs, scenario, server, key):
     return None if c.unsupported else c.med(key)
 
 
+def steal_line(rows):
+    """The hypervisor's steal time over the runs (runs.tsv's steal_pct, when recorded)."""
+    stolen = []
+    for r in rows:
+        try:
+            stolen.append((float(r.get("steal_pct") or ""), f"{r['scenario']} {r['server']} r{r['round']}"))
+        except ValueError:
+            continue
+    if not stolen:
+        return "- hypervisor steal time: not recorded"
+    values = sorted(v for v, _ in stolen)
+    worst = max(stolen)
+    busy = sum(1 for v in values if v >= 5)
+    return (f"- hypervisor steal time (CPU the host gave to other guests) during a run: median "
+            f"{values[len(values) // 2]:.1f}%, max {worst[0]:.1f}% ({worst[1]}); {busy} run(s) at 5% or more "
+            f"were slowed by the host")
+
+
 def tracked(runs, servers):
     """The ratios the project tracks for mcp-actor: (ratio, mine, other, value) rows."""
     rows = []
@@ -282,6 +300,7 @@ def main():
         f"- busiest processes before the start (% CPU, name): {'; '.join(h.get('busiest_processes_before', [])) or '?'}",
         f"- load generator: {meta.get('mcp_bench', MB)} (one thread); {meta.get('elapsed_s', '?')} s for "
         f"{len(rows)} runs",
+        steal_line(rows),
         "",
         "| server | version |",
         "|---|---|",
