@@ -287,12 +287,12 @@ fn decode_message(wire: WireMessage) -> Result<Message, RpcError> {
 }
 
 #[derive(Serialize)]
-struct WireResponse<'a> {
+struct WireResponse<'a, R: Serialize = Value> {
     jsonrpc: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     id: Option<&'a RequestId>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    result: Option<&'a Value>,
+    result: Option<&'a R>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a RpcError>,
 }
@@ -315,6 +315,17 @@ pub fn encode_response(id: Option<&RequestId>, outcome: &Result<Value, RpcError>
         },
     };
     to_bytes(&wire)
+}
+
+/// Serializes a successful response whose result is any serializable value, for results
+/// encoded without first building a `Value` tree.
+pub fn encode_result<R: Serialize>(id: &RequestId, result: &R) -> Bytes {
+    to_bytes(&WireResponse {
+        jsonrpc: "2.0",
+        id: Some(id),
+        result: Some(result),
+        error: None,
+    })
 }
 
 #[derive(Serialize)]
@@ -348,8 +359,8 @@ pub fn encode_request(id: &RequestId, method: &str, params: Option<&Value>) -> B
 }
 
 fn to_bytes<T: Serialize>(value: &T) -> Bytes {
-    // Serializing these structs cannot fail: every map key is a string and every value is
-    // already a serde_json::Value or a plain string.
+    // invariant: serializing these structs cannot fail: every map key is a string and every
+    // value is a serde_json::Value, raw JSON serialized from one, or a plain string.
     Bytes::from(serde_json::to_vec(value).unwrap_or_default())
 }
 

@@ -45,14 +45,7 @@ pub(crate) fn stamped_response(
                 meta: state.identity.server_info_meta(),
                 members,
             };
-            let wire = Response {
-                jsonrpc: "2.0",
-                id,
-                result,
-            };
-            // invariant: cannot fail; every key is a string, every value a `Value` or raw JSON
-            // that was itself serialized from one. The empty fallback is never taken.
-            return Bytes::from(serde_json::to_vec(&wire).unwrap_or_default());
+            return jsonrpc::encode_result(id, &result);
         }
         Some(Value::Object(meta)) => {
             let info = state.identity.server_info().clone();
@@ -62,13 +55,6 @@ pub(crate) fn stamped_response(
         Some(_) => {}
     }
     jsonrpc::encode_response(Some(id), &Ok(result))
-}
-
-#[derive(Serialize)]
-struct Response<'a> {
-    jsonrpc: &'static str,
-    id: &'a RequestId,
-    result: WithMeta<'a>,
 }
 
 /// A result object with a pre-serialized `_meta` member written first.
