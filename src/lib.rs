@@ -21,8 +21,9 @@
 //! `use crate::` against this order):
 //!
 //! ```text
-//!  reload → server (composition only) → http → { session | stateless } → { dispatch | providers }
-//!         → features → context → events → config → protocol → jsonrpc → metrics → log_limit
+//!  reload → server (composition only) → http → { session | stateless }
+//!         → { dispatch | providers | auth } → features → context → events → config
+//!         → protocol → jsonrpc → metrics → { log_format | log_limit }
 //! ```
 //!
 //! - `http` is the only layer that knows HTTP: connections and their limits, header checks,

@@ -59,6 +59,91 @@ fn code_of(line: &str) -> &str {
     line.split("//").next().unwrap_or("")
 }
 
+/// `code` with string and character literals blanked, so that braces inside them are not
+/// counted as blocks.
+fn without_literals(code: &str) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut chars = code.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                while let Some(c) = chars.next() {
+                    match c {
+                        '\\' => {
+                            chars.next();
+                        }
+                        '"' => break,
+                        _ => {}
+                    }
+                }
+                out.push_str("\"\"");
+            }
+            // A character literal ('{', '\\'', '\\u{7b}'); a lifetime ('a) has no closing quote
+            // right after its one character.
+            '\'' => {
+                let ahead: String = chars.clone().take(10).collect();
+                let end = if ahead.starts_with('\\') {
+                    ahead
+                        .get(2..)
+                        .and_then(|rest| rest.find('\''))
+                        .map(|at| at + 2)
+                } else {
+                    ahead
+                        .char_indices()
+                        .nth(1)
+                        .filter(|(_, c)| *c == '\'')
+                        .map(|(at, _)| at)
+                };
+                match end {
+                    Some(end) => {
+                        for _ in 0..=ahead[..end].chars().count() {
+                            chars.next();
+                        }
+                        out.push_str("' '");
+                    }
+                    None => out.push(c),
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// The numbered lines of `text` (numbered from 0) that are not part of an item under
+/// `#[cfg(test)]`: a `mod tests;` line, or a whole `mod tests { … }` block (or any other item
+/// with a body), counted by braces outside comments and literals.
+fn lines_outside_tests(text: &str) -> Vec<(usize, &str)> {
+    let mut kept = Vec::new();
+    let mut lines = text.lines().enumerate();
+    while let Some((number, line)) = lines.next() {
+        if code_of(line).trim() != "#[cfg(test)]" {
+            kept.push((number, line));
+            continue;
+        }
+        // Skip the attributed item: up to its `;`, or to the brace that closes its body.
+        let mut depth = 0usize;
+        let mut opened = false;
+        for (_, line) in lines.by_ref() {
+            let code = without_literals(code_of(line));
+            for c in code.chars() {
+                match c {
+                    '{' => {
+                        depth += 1;
+                        opened = true;
+                    }
+                    '}' => depth = depth.saturating_sub(1),
+                    _ => {}
+                }
+            }
+            if (opened && depth == 0) || (!opened && code.trim_end().ends_with(';')) {
+                break;
+            }
+        }
+    }
+    kept
+}
+
 /// Every top-level module named by `crate::name` or by `use crate::{a, b::c}` in `code`.
 fn targets(code: &str) -> Vec<String> {
     let mut found = Vec::new();
@@ -123,9 +208,9 @@ fn dependencies_run_one_way() {
             continue;
         };
         let text = std::fs::read_to_string(file).expect("read source");
-        // Unit tests may reach anything.
-        let text = text.split("#[cfg(test)]").next().unwrap_or("");
-        for (number, line) in text.lines().enumerate() {
+        // Unit tests may reach anything: the items under `#[cfg(test)]` are skipped, and
+        // only those.
+        for (number, line) in lines_outside_tests(&text) {
             for target in targets(code_of(line)) {
                 if target == module {
                     continue;
@@ -158,4 +243,112 @@ fn the_check_sees_grouped_and_inline_paths() {
     );
     assert_eq!(targets("let x = crate::server::Shared;"), vec!["server"]);
     assert!(targets(code_of("/// see [`crate::server`]")).is_empty());
+}
+
+#[test]
+fn the_check_skips_only_the_test_items() {
+    let text = "use crate::a;\n#[cfg(test)]\nmod tests;\nuse crate::b;\n\
+                #[cfg(test)]\nmod inline {\n    fn f() { let _ = \"}\"; let _ = '{'; }\n    use crate::c;\n}\n\
+                use crate::d;\n#[cfg(test)]\nuse crate::e;\nfn g<'a>(_: &'a str) {}\nuse crate::f;\n";
+    let seen: Vec<String> = lines_outside_tests(text)
+        .into_iter()
+        .flat_map(|(_, line)| targets(code_of(line)))
+        .collect();
+    assert_eq!(seen, vec!["a", "b", "d", "f"]);
+}
+
+/// The rows of a chart written as `a → b → { c | d } → …`, with notes in parentheses dropped.
+fn chart_rows(chart: &str) -> Vec<Vec<String>> {
+    chart
+        .split('→')
+        .map(|row| {
+            let row = row.trim().trim_start_matches('{').trim_end_matches('}');
+            let row = match row.find('(') {
+                Some(at) => &row[..at],
+                None => row,
+            };
+            row.split('|').map(|m| m.trim().to_string()).collect()
+        })
+        .collect()
+}
+
+/// LAYERS without the fuzzing entry points, which are not part of the shipped crate.
+fn shipped_layers() -> Vec<Vec<String>> {
+    LAYERS
+        .iter()
+        .filter(|row| !row.contains(&"fuzzing"))
+        .map(|row| row.iter().map(|m| m.to_string()).collect())
+        .collect()
+}
+
+#[test]
+fn the_crate_docs_chart_is_layers() {
+    let lib = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs"))
+        .expect("read src/lib.rs");
+    // The chart is the `//!` lines of the text block that starts with ` reload →`.
+    let chart: String = lib
+        .lines()
+        .map(|line| line.trim_start_matches("//!").trim())
+        .skip_while(|line| !line.starts_with("reload →"))
+        .take_while(|line| !line.starts_with("```"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        !chart.is_empty(),
+        "src/lib.rs has no chart starting with `reload →`"
+    );
+    assert_eq!(
+        chart_rows(&chart),
+        shipped_layers(),
+        "the layer chart in src/lib.rs differs from tests/layers.rs LAYERS"
+    );
+}
+
+#[test]
+fn the_architecture_chart_names_every_layer_and_points_down() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/architecture.md"))
+            .expect("read docs/architecture.md");
+    let chart: Vec<&str> = doc
+        .split("## Layers")
+        .nth(1)
+        .and_then(|rest| rest.split("```mermaid").nth(1))
+        .and_then(|rest| rest.split("```").next())
+        .expect("docs/architecture.md has a mermaid chart under ## Layers")
+        .lines()
+        .skip(1)
+        .collect();
+    let mut named = std::collections::BTreeSet::new();
+    let mut upward = Vec::new();
+    for line in &chart {
+        let nodes: Vec<String> = line
+            .split("-->")
+            .map(|node| {
+                node.trim()
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect()
+            })
+            .collect();
+        for pair in nodes.windows(2) {
+            match (rank(&pair[0]), rank(&pair[1])) {
+                (Some(a), Some(b)) if a < b => {}
+                _ => upward.push(format!("{} --> {}", pair[0], pair[1])),
+            }
+        }
+        named.extend(nodes.into_iter().filter(|n| !n.is_empty()));
+    }
+    let missing: Vec<String> = shipped_layers()
+        .concat()
+        .into_iter()
+        .filter(|m| !named.contains(m))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/architecture.md's layer chart leaves out {missing:?}"
+    );
+    assert!(
+        upward.is_empty(),
+        "edges that do not point down a layer: {upward:?}"
+    );
 }

@@ -73,9 +73,9 @@ fn gathered_answers(
     Ok(answers)
 }
 
-/// Runs a feature method in its own task (see the module docs). The task takes `timer`
-/// and records the request when its outcome is known; a reply made before then leaves it
-/// to the caller.
+/// Runs a feature method inside the request's own future (see the comment on `Running`
+/// below). The running handler takes `timer` and records the request when its outcome is
+/// known; a reply made before then leaves it to the caller.
 pub(super) async fn run(
     state: &Arc<ModernState>,
     request: Request,
@@ -83,7 +83,7 @@ pub(super) async fn run(
     caller: &Caller,
     timer: &mut Option<RequestTimer>,
 ) -> Reply {
-    // Held by the handler task, so a request counts until its handler ends or is aborted.
+    // Held by the running handler, so a request counts until its handler ends or is dropped.
     let Ok(permit) = Arc::clone(&state.call_permits).try_acquire_owned() else {
         let limit = state.config.modern.max_in_flight;
         return Reply::Refused(Refusal::TooManyCalls { limit });

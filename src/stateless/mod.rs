@@ -1,11 +1,12 @@
 //! The stateless 2026-07-28 revision, served on the same endpoint as the sessions.
 //!
 //! A modern request is a self-contained unit of work: it never looks up, creates or touches
-//! a session actor. Its envelope is checked (`envelope`), then it runs in its own task
-//! through the same [`dispatch`](crate::dispatch) the sessions use (`call`), with a
+//! a session actor. Its envelope is checked (`envelope`), then it runs inside the request's
+//! own future through the same [`dispatch`](crate::dispatch) the sessions use (`call`), with a
 //! `link::StatelessLink` as its channel to the client: notifications go on the request's
 //! own response stream, and elicitation or sampling become an `input_required` result with
-//! a sealed [`request_state`]. Closing the response stream cancels the task.
+//! a sealed [`request_state`]. Closing the response stream drops that future, which cancels
+//! the handler.
 //! `server/discover` and `subscriptions/listen` (`listen`) exist only here, and so do the
 //! task methods of the `io.modelcontextprotocol/tasks` extension (`tasks`).
 //!
