@@ -293,6 +293,22 @@ async fn tool_and_prompt_names_are_matched_exactly() {
             assert_eq!(error, Some(json!(-32602)), "{name}: {reply:?}");
         }
     }
+    for (i, name) in ["classified", "Classified", "classified\u{200b}"]
+        .into_iter()
+        .enumerate()
+    {
+        let reply = reader
+            .request(json!(10 + i), "prompts/get", json!({ "name": name }))
+            .await;
+        if name == "classified" {
+            assert_eq!(reply.status, StatusCode::FORBIDDEN, "{name}");
+        } else {
+            let error = reply
+                .response(&json!(10 + i))
+                .map(|r| r["error"]["code"].clone());
+            assert_eq!(error, Some(json!(-32602)), "{name}: {reply:?}");
+        }
+    }
 }
 
 #[tokio::test]
