@@ -13,6 +13,7 @@ pub mod auth;
 mod locate;
 pub mod names;
 pub mod providers;
+pub mod resource_uri;
 mod sections;
 pub mod upstreams;
 

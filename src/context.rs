@@ -6,6 +6,7 @@
 //! the session actor for handshake-era sessions, or a per-request channel for the stateless
 //! revision. Feature code written against it runs unchanged on both.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,6 +14,7 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::config::auth::OperationScopes;
 use crate::jsonrpc::{RequestId, RpcError};
 use crate::protocol::{ClientInfo, ElicitResult, LogLevel, object};
 
@@ -87,6 +89,51 @@ pub(crate) trait ClientLink: Send + Sync + 'static {
     }
 }
 
+/// What `[auth.scopes]` lets the requester use. Calls were already decided at the edge
+/// (403); lists are filtered with this, so a caller is never shown what it would be refused.
+/// Without `[auth]`, everything.
+#[derive(Clone, Default)]
+pub struct Grants {
+    limited: Option<(Arc<OperationScopes>, Arc<BTreeSet<String>>)>,
+}
+
+impl Grants {
+    /// Grants without any limit: no `[auth]`, or work already checked (a task's call).
+    pub fn everything() -> Self {
+        Grants::default()
+    }
+
+    /// What a principal holding `granted` may use under `rules`.
+    pub(crate) fn new(rules: Arc<OperationScopes>, granted: Arc<BTreeSet<String>>) -> Self {
+        Grants {
+            limited: Some((rules, granted)),
+        }
+    }
+
+    fn holds(granted: &BTreeSet<String>, needed: &[String]) -> bool {
+        needed.iter().all(|scope| granted.contains(scope))
+    }
+
+    /// Whether `method` (`tools/call`, `prompts/get`, `resources/read`) on `name` (a tool
+    /// or prompt name as listed, or a canonical resource URI) is allowed.
+    pub fn allows(&self, method: &str, name: &str) -> bool {
+        self.limited
+            .as_ref()
+            .is_none_or(|(rules, granted)| Self::holds(granted, rules.needed(method, name)))
+    }
+
+    /// Whether some resource URI starting with `prefix` (canonical) may be read: a
+    /// template is listed when it can serve the caller anything.
+    pub fn allows_some_under(&self, prefix: &str) -> bool {
+        self.limited.as_ref().is_none_or(|(rules, granted)| {
+            rules
+                .needed_for_some_under(prefix)
+                .into_iter()
+                .any(|needed| Self::holds(granted, needed))
+        })
+    }
+}
+
 /// The context of one client request. Cheap to clone.
 #[derive(Clone)]
 pub struct RequestContext {
@@ -105,6 +152,8 @@ pub(crate) struct ContextParts {
     /// What the requester's scope owns for handlers to use, such as a session's upstream
     /// connections; handlers find it by type with [`RequestContext::scope`].
     pub scope: Option<Arc<dyn std::any::Any + Send + Sync>>,
+    /// What the requester's token lets it use.
+    pub grants: Grants,
 }
 
 impl RequestContext {
@@ -122,6 +171,11 @@ impl RequestContext {
     /// The `Mcp-Session-Id`, for handshake-era requests.
     pub fn session_id(&self) -> Option<&str> {
         self.inner.session_id.as_deref()
+    }
+
+    /// What the requester may use under `[auth.scopes]`.
+    pub fn grants(&self) -> &Grants {
+        &self.inner.grants
     }
 
     /// The client's implementation info, capabilities and protocol revision.

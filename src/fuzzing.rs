@@ -222,12 +222,13 @@ pub fn check_modern_post(headers: &HeaderMap, body: &[u8], features: &Features) 
 /// The synchronous params decoding of the feature methods (pagination cursors, completion
 /// references, resource URIs, tool arguments); their errors are answers, not failures.
 fn decode_feature_params(features: &Features, method: &str, params: Option<&Value>) {
+    let all = crate::context::Grants::everything();
     let _ = match method {
-        "tools/list" => features.list_tools(params),
-        "resources/list" => features.list_resources(params),
-        "resources/templates/list" => features.list_resource_templates(params),
-        "prompts/list" => features.list_prompts(params),
-        "completion/complete" => features.complete(params),
+        "tools/list" => features.list_tools(&all, params),
+        "resources/list" => features.list_resources(&all, params),
+        "resources/templates/list" => features.list_resource_templates(&all, params),
+        "prompts/list" => features.list_prompts(&all, params),
+        "completion/complete" => features.complete(&all, params),
         "resources/read" => {
             let uri = params.and_then(|p| p.get("uri")).and_then(Value::as_str);
             Ok(Value::Bool(uri.is_some_and(|u| features.knows_resource(u))))

@@ -4,11 +4,16 @@
 //! Secrets never sit in the table: static tokens come from an environment variable or a
 //! file, and JWT keys from a JWKS document.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
+
+mod scopes;
+
+pub use scopes::OperationScopes;
+use scopes::non_canonical;
 
 /// `[auth]`: this server as an OAuth 2.1 resource server (RFC 9728 metadata, bearer tokens).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -28,9 +33,10 @@ pub struct AuthSection {
     /// Static bearer tokens, each naming its principal.
     #[serde(default)]
     pub tokens: Vec<StaticTokenConfig>,
-    /// Scopes individual operations need, beyond a valid token.
+    /// Scopes individual operations need, beyond a valid token. Shared with every
+    /// request's grants, which filter the lists.
     #[serde(default)]
-    pub scopes: OperationScopes,
+    pub scopes: Arc<OperationScopes>,
     /// Live sessions one principal may hold; `initialize` past it gets 429.
     #[serde(default = "default_max_sessions_per_principal")]
     pub max_sessions_per_principal: usize,
@@ -52,53 +58,6 @@ pub struct AuthSection {
     /// applies.
     #[serde(default = "default_initialize_burst_per_principal")]
     pub initialize_burst_per_principal: u32,
-}
-
-/// `[auth.scopes]`: the scopes a `tools/call`, `prompts/get` or `resources/read` needs, by
-/// tool name, prompt name or resource URI. A key ending in `*` matches by prefix, and `"*"`
-/// alone matches every one no other key names. Operations no key matches need only a
-/// valid token.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OperationScopes {
-    #[serde(default)]
-    pub tools: BTreeMap<String, Vec<String>>,
-    #[serde(default)]
-    pub prompts: BTreeMap<String, Vec<String>>,
-    #[serde(default)]
-    pub resources: BTreeMap<String, Vec<String>>,
-}
-
-impl OperationScopes {
-    /// The scopes `method` on `name` (a tool or prompt name, a resource URI) needs: the
-    /// exact key's, else the longest matching prefix's, else `"*"`'s.
-    pub fn needed(&self, method: &str, name: &str) -> &[String] {
-        let table = match method {
-            "tools/call" => &self.tools,
-            "prompts/get" => &self.prompts,
-            "resources/read" | "resources/subscribe" => &self.resources,
-            _ => return &[],
-        };
-        if let Some(scopes) = table.get(name) {
-            return scopes;
-        }
-        table
-            .iter()
-            .filter_map(|(key, scopes)| {
-                let prefix = key.strip_suffix('*')?;
-                name.starts_with(prefix).then_some((prefix.len(), scopes))
-            })
-            .max_by_key(|(len, _)| *len)
-            .map_or(&[], |(_, scopes)| scopes.as_slice())
-    }
-
-    fn entries(&self) -> impl Iterator<Item = (&'static str, &String, &Vec<String>)> {
-        self.tools
-            .iter()
-            .map(|(k, v)| ("tools", k, v))
-            .chain(self.prompts.iter().map(|(k, v)| ("prompts", k, v)))
-            .chain(self.resources.iter().map(|(k, v)| ("resources", k, v)))
-    }
 }
 
 /// `[auth.jwt]`: access tokens signed by the authorization server.
@@ -289,6 +248,11 @@ impl AuthSection {
                 );
             }
         }
+        for key in self.scopes.resources.keys() {
+            if let Some(message) = non_canonical(key) {
+                bad(format!("auth.scopes.resources.{key:?}"), &message);
+            }
+        }
         for (i, scope) in self.scopes_supported.iter().enumerate() {
             if !is_scope_token(scope) {
                 bad(
@@ -419,6 +383,16 @@ token_file = "y"
         ] {
             assert!(text.contains(expected), "{expected} missing from:\n{text}");
         }
+        let keys = "[auth]\nresource = \"https://x.example/mcp\"\n[[auth.tokens]]\nprincipal = \"a\"\ntoken_env = \"X\"\n[auth.scopes]\nresources = { \"FILE:///docs/%73ecret/*\" = [\"s\"], \"file:///docs/./a\" = [\"s\"], \"file:///ok/*\" = [\"s\"] }\n";
+        let text = errors(keys);
+        assert!(
+            text.contains(r#"write it as "file:///docs/secret/*""#),
+            "{text}"
+        );
+        assert!(
+            text.contains("file:///docs/./a") && !text.contains("file:///ok/*"),
+            "{text}"
+        );
         let inline = "[auth]\nresource = \"https://x.example/mcp\"\n[[auth.tokens]]\nprincipal = \"a\"\ntoken = \"secret\"\n";
         assert!(
             errors(inline).contains("token"),

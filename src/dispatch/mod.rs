@@ -32,13 +32,13 @@ pub async fn dispatch(
     }
     let params = params.as_ref();
     match method {
-        "tools/list" => features.list_tools(params),
-        "resources/list" => features.list_resources(params),
-        "resources/templates/list" => features.list_resource_templates(params),
+        "tools/list" => features.list_tools(ctx.grants(), params),
+        "resources/list" => features.list_resources(ctx.grants(), params),
+        "resources/templates/list" => features.list_resource_templates(ctx.grants(), params),
         "resources/read" => features.read_resource(ctx, params).await,
-        "prompts/list" => features.list_prompts(params),
+        "prompts/list" => features.list_prompts(ctx.grants(), params),
         "prompts/get" => features.get_prompt(ctx, params).await,
-        "completion/complete" => features.complete(params),
+        "completion/complete" => features.complete(ctx.grants(), params),
         other => Err(RpcError::method_not_found(other)),
     }
 }

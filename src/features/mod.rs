@@ -32,17 +32,17 @@ macro_rules! descriptor_and_completer {
     };
 }
 
+mod pages;
 pub mod prompts;
 pub mod resources;
 pub mod tools;
 
 use std::collections::HashMap;
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Map, Value, json};
 
-use crate::context::RequestContext;
+use crate::config::resource_uri::{canonical_resource_uri, canonical_uri_prefix};
+use crate::context::{Grants, RequestContext};
 use crate::jsonrpc::{RpcError, params_object};
 use crate::protocol::Arguments;
 use prompts::Prompt;
@@ -136,9 +136,11 @@ impl Features {
     }
 
     pub(crate) fn add_resource(&mut self, resource: Resource) -> Result<(), DuplicateName> {
+        // Indexed by the canonical URI a read resolves; one that has none can never be read.
+        let key = canonical_resource_uri(&resource.uri).unwrap_or_else(|_| resource.uri.clone());
         insert_unique(
             &mut self.resource_index,
-            &resource.uri,
+            &key,
             self.resources.len(),
             "resource",
         )?;
@@ -196,9 +198,13 @@ impl Features {
         !self.tools.is_empty()
     }
 
-    /// `tools/list`.
-    pub fn list_tools(&self, params: Option<&Value>) -> Result<Value, RpcError> {
-        self.page(params, "tools", self.tools.iter().map(Tool::descriptor))
+    /// `tools/list`: the tools `grants` allows calling.
+    pub fn list_tools(&self, grants: &Grants, params: Option<&Value>) -> Result<Value, RpcError> {
+        let shown = self
+            .tools
+            .iter()
+            .filter(|t| grants.allows("tools/call", t.name()));
+        pages::page(self.page_size, params, "tools", shown.map(Tool::descriptor))
     }
 
     /// `tools/call`. Unknown tools and malformed params are protocol errors; everything
@@ -223,34 +229,57 @@ impl Features {
         Ok(tool.call(ctx, arguments).await)
     }
 
-    /// `resources/list`.
-    pub fn list_resources(&self, params: Option<&Value>) -> Result<Value, RpcError> {
-        self.page(
+    /// `resources/list`: the resources `grants` allows reading.
+    pub fn list_resources(
+        &self,
+        grants: &Grants,
+        params: Option<&Value>,
+    ) -> Result<Value, RpcError> {
+        let shown = self.resources.iter().filter(|r| {
+            canonical_resource_uri(&r.uri).is_ok_and(|uri| grants.allows("resources/read", &uri))
+        });
+        pages::page(
+            self.page_size,
             params,
             "resources",
-            self.resources.iter().map(|r| &r.descriptor),
+            shown.map(|r| &r.descriptor),
         )
     }
 
-    /// `resources/templates/list`.
-    pub fn list_resource_templates(&self, params: Option<&Value>) -> Result<Value, RpcError> {
-        self.page(
+    /// `resources/templates/list`: the templates through which `grants` allows reading
+    /// something.
+    pub fn list_resource_templates(
+        &self,
+        grants: &Grants,
+        params: Option<&Value>,
+    ) -> Result<Value, RpcError> {
+        let shown = self.templates.iter().filter(|t| {
+            let prefix = t.template.literal_prefix();
+            let prefix = canonical_uri_prefix(prefix).unwrap_or_else(|_| prefix.to_string());
+            grants.allows_some_under(&prefix)
+        });
+        pages::page(
+            self.page_size,
             params,
             "resourceTemplates",
-            self.templates.iter().map(|t| &t.descriptor),
+            shown.map(|t| &t.descriptor),
         )
     }
 
     /// Whether `uri` names a resource or matches a template.
     pub fn knows_resource(&self, uri: &str) -> bool {
-        self.resource_index.contains_key(uri)
+        let Ok(uri) = canonical_resource_uri(uri) else {
+            return false;
+        };
+        self.resource_index.contains_key(&uri)
             || self
                 .templates
                 .iter()
-                .any(|t| t.template.matches(uri).is_some())
+                .any(|t| t.template.matches(&uri).is_some())
     }
 
-    /// `resources/read`: the exact resource first, then the first matching template.
+    /// `resources/read`: the exact resource first, then the first matching template, both
+    /// on the canonical URI, the one `[auth.scopes]` was decided on.
     pub async fn read_resource(
         &self,
         ctx: RequestContext,
@@ -258,14 +287,16 @@ impl Features {
     ) -> Result<Value, RpcError> {
         let params = params_object(params)?;
         let uri = required_str(params, "uri")?.to_string();
-        let (handler, args) = if let Some(&i) = self.resource_index.get(&uri) {
+        let canonical = canonical_resource_uri(&uri)
+            .map_err(|e| RpcError::from(ResourceError::InvalidUri(e.to_string())))?;
+        let (handler, args) = if let Some(&i) = self.resource_index.get(&canonical) {
             (self.resources[i].handler.clone(), Arguments::new())
         } else {
             self.templates
                 .iter()
                 .find_map(|t| {
                     t.template
-                        .matches(&uri)
+                        .matches(&canonical)
                         .map(|args| (t.handler.clone(), args))
                 })
                 .ok_or_else(|| RpcError::from(ResourceError::NotFound(uri.clone())))?
@@ -274,12 +305,17 @@ impl Features {
         Ok(json!({ "contents": contents }))
     }
 
-    /// `prompts/list`.
-    pub fn list_prompts(&self, params: Option<&Value>) -> Result<Value, RpcError> {
-        self.page(
+    /// `prompts/list`: the prompts `grants` allows getting.
+    pub fn list_prompts(&self, grants: &Grants, params: Option<&Value>) -> Result<Value, RpcError> {
+        let shown = self
+            .prompts
+            .iter()
+            .filter(|p| grants.allows("prompts/get", &p.name));
+        pages::page(
+            self.page_size,
             params,
             "prompts",
-            self.prompts.iter().map(|p| &p.descriptor),
+            shown.map(|p| &p.descriptor),
         )
     }
 
@@ -301,8 +337,9 @@ impl Features {
         serde_json::to_value(result).map_err(|e| RpcError::internal(e.to_string()))
     }
 
-    /// `completion/complete` for prompt arguments and template variables.
-    pub fn complete(&self, params: Option<&Value>) -> Result<Value, RpcError> {
+    /// `completion/complete` for prompt arguments and template variables. A prompt
+    /// `grants` does not allow is as unknown here as in `prompts/list`.
+    pub fn complete(&self, grants: &Grants, params: Option<&Value>) -> Result<Value, RpcError> {
         const MAX_VALUES: usize = 100;
         let params = params_object(params)?;
         let reference = params
@@ -328,6 +365,7 @@ impl Features {
                     .prompt_index
                     .get(name)
                     .map(|&i| &self.prompts[i])
+                    .filter(|_| grants.allows("prompts/get", name))
                     .ok_or_else(|| RpcError::invalid_params(format!("unknown prompt: {name:?}")))?;
                 prompt.completer.clone()
             }
@@ -357,36 +395,6 @@ impl Features {
             json!({ "completion": { "values": values, "total": total, "hasMore": total > MAX_VALUES } }),
         )
     }
-
-    /// One page of a list result, with an opaque `nextCursor` when more remain.
-    fn page<'a>(
-        &self,
-        params: Option<&Value>,
-        key: &str,
-        items: impl ExactSizeIterator<Item = &'a Value>,
-    ) -> Result<Value, RpcError> {
-        let params = params_object(params)?;
-        let total = items.len();
-        let start = match params.get("cursor") {
-            None | Some(Value::Null) => 0,
-            Some(Value::String(cursor)) => decode_cursor(cursor)
-                .filter(|&o| o <= total)
-                .ok_or_else(|| {
-                    RpcError::invalid_params(format!(
-                        "invalid cursor {cursor:?}: use a nextCursor from an earlier page"
-                    ))
-                })?,
-            Some(_) => return Err(RpcError::invalid_params("cursor must be a string")),
-        };
-        let page: Vec<Value> = items.skip(start).take(self.page_size).cloned().collect();
-        let end = start + page.len();
-        let mut result = Map::new();
-        result.insert(key.to_string(), Value::Array(page));
-        if end < total {
-            result.insert("nextCursor".into(), Value::String(encode_cursor(end)));
-        }
-        Ok(Value::Object(result))
-    }
 }
 
 fn insert_unique(
@@ -403,19 +411,6 @@ fn insert_unique(
     }
     index.insert(name.to_string(), at);
     Ok(())
-}
-
-fn encode_cursor(offset: usize) -> String {
-    URL_SAFE_NO_PAD.encode(format!("offset:{offset}"))
-}
-
-fn decode_cursor(cursor: &str) -> Option<usize> {
-    let bytes = URL_SAFE_NO_PAD.decode(cursor).ok()?;
-    std::str::from_utf8(&bytes)
-        .ok()?
-        .strip_prefix("offset:")?
-        .parse()
-        .ok()
 }
 
 pub(crate) fn required_str<'a>(
@@ -443,46 +438,5 @@ fn string_map(value: Option<&Value>, what: &str) -> Result<Arguments, RpcError> 
         Some(_) => Err(RpcError::invalid_params(format!(
             "`{what}` must be an object of strings"
         ))),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    proptest::proptest! {
-        #[test]
-        fn every_cursor_round_trips(offset in proptest::num::usize::ANY) {
-            proptest::prop_assert_eq!(decode_cursor(&encode_cursor(offset)), Some(offset));
-        }
-
-        #[test]
-        fn any_client_cursor_decodes_to_an_offset_or_nothing(cursor in ".{0,64}") {
-            if let Some(offset) = decode_cursor(&cursor) {
-                proptest::prop_assert_eq!(decode_cursor(&encode_cursor(offset)), Some(offset));
-            }
-        }
-    }
-
-    #[test]
-    fn cursors_round_trip_and_reject_garbage() {
-        assert_eq!(decode_cursor(&encode_cursor(42)), Some(42));
-        assert_eq!(decode_cursor("garbage!"), None);
-    }
-
-    #[test]
-    fn pages_split_long_lists() {
-        let features = Features::new(2);
-        let items = [json!(1), json!(2), json!(3)];
-        let first = features.page(None, "x", items.iter()).unwrap();
-        assert_eq!(first["x"], json!([1, 2]));
-        let cursor = first["nextCursor"].clone();
-        let second = features
-            .page(Some(&json!({ "cursor": cursor })), "x", items.iter())
-            .unwrap();
-        assert_eq!(second["x"], json!([3]));
-        assert!(second.get("nextCursor").is_none());
-        let bad = features.page(Some(&json!({ "cursor": "nope" })), "x", items.iter());
-        assert_eq!(bad.unwrap_err().code, crate::jsonrpc::codes::INVALID_PARAMS);
     }
 }

@@ -177,6 +177,14 @@ impl UriTemplate {
         Ok(UriTemplate { parts })
     }
 
+    /// The literal text every URI the template matches starts with.
+    pub fn literal_prefix(&self) -> &str {
+        match self.parts.first() {
+            Some(Part::Literal(text)) => text,
+            _ => "",
+        }
+    }
+
     /// The variables if `uri` matches, percent-decoded.
     pub fn matches(&self, uri: &str) -> Option<Arguments> {
         let mut vars = Arguments::new();

@@ -14,9 +14,11 @@ use axum::routing::get;
 use serde_json::Value;
 
 use crate::auth::{AuthError, Authenticator, Principal};
+use crate::config::resource_uri::canonical_resource_uri;
+use crate::context::Grants;
 use crate::http::AppState;
 use crate::http::error::HttpError;
-use crate::jsonrpc::{Message, codes};
+use crate::jsonrpc::{Message, RpcError, codes};
 use crate::session::Owner;
 use crate::stateless::Caller;
 
@@ -60,11 +62,25 @@ impl AppState {
             max_in_flight: config.map(|c| c.max_in_flight_per_principal),
             max_tasks: config.map(|c| c.max_tasks_per_principal),
             max_listen_streams: config.map(|c| c.max_listen_streams_per_principal),
+            grants: self.grants(principal),
+        }
+    }
+
+    /// What `principal` may use under `[auth.scopes]`; lists are filtered with it.
+    pub(crate) fn grants(&self, principal: &Principal) -> Grants {
+        match &self.auth {
+            None => Grants::everything(),
+            Some(auth) => Grants::new(
+                Arc::clone(&auth.config().scopes),
+                Arc::clone(&principal.scopes),
+            ),
         }
     }
 
     /// 403 `insufficient_scope` when any request among `messages` needs a scope the
     /// principal lacks (`[auth.scopes]`); the challenge names every scope that request needs.
+    /// A resource is decided on its canonical URI, the one `resources/read` resolves; a URI
+    /// without one gets 400, as no read could serve it.
     pub(crate) fn check_scopes<'a>(
         &self,
         principal: &Principal,
@@ -79,6 +95,18 @@ impl AppState {
                 continue;
             };
             for (method, name) in operations(&request.method, request.params.as_ref()) {
+                let canonical;
+                let name = if method.starts_with("resources/") {
+                    canonical = canonical_resource_uri(name).map_err(|e| {
+                        HttpError::bad_request(RpcError::invalid_params(format!(
+                            "{} refused: {e}",
+                            request.method
+                        )))
+                    })?;
+                    canonical.as_str()
+                } else {
+                    name
+                };
                 let needed = rules.needed(method, name);
                 if principal.missing_scopes(needed).is_empty() {
                     continue;

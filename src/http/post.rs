@@ -165,7 +165,8 @@ async fn handle_post(
         .iter()
         .any(|m| matches!(m, Message::Request(_)));
     let permit = has_requests.then(|| state.edge.sse_permit()).transpose()?;
-    match (handle.post(decoded.into_messages()).await?, permit) {
+    let grants = state.grants(&principal);
+    match (handle.post(decoded.into_messages(), grants).await?, permit) {
         (PostOutcome::Stream(attachment), Some(permit)) => {
             let response = reply::respond_to_post(attachment, config, &state.metrics, is_batch);
             Ok(limits::hold(response.await, permit))

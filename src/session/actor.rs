@@ -23,7 +23,9 @@ use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info};
 
-use crate::context::{ClientLink, ClientRequestError, ContextParts, Notice, RequestContext};
+use crate::context::{
+    ClientLink, ClientRequestError, ContextParts, Grants, Notice, RequestContext,
+};
 use crate::dispatch::methods::{answered_by_session_actor, metric_label};
 use crate::dispatch::{request_span, run_guarded};
 use crate::events::ServerEvent;
@@ -178,10 +180,11 @@ impl SessionActor {
             SessionMsg::Post(msg) => {
                 let PostMsg {
                     messages,
+                    grants,
                     respond_to,
                 } = *msg;
                 self.last_activity = Instant::now();
-                let outcome = self.on_post(messages);
+                let outcome = self.on_post(messages, &grants);
                 let _ = respond_to.send(outcome);
             }
             SessionMsg::OpenStream(msg) => {
@@ -235,7 +238,11 @@ impl SessionActor {
 
     // ----- client → server -----
 
-    fn on_post(&mut self, messages: Vec<Message>) -> Result<PostOutcome, SessionError> {
+    fn on_post(
+        &mut self,
+        messages: Vec<Message>,
+        grants: &Grants,
+    ) -> Result<PostOutcome, SessionError> {
         let mut requests = Vec::new();
         for message in messages {
             match message {
@@ -261,7 +268,7 @@ impl SessionActor {
         self.check_stream_room()?;
         let attachment = self.streams.open_post(requests.len());
         for request in requests {
-            self.on_client_request_received(attachment.stream, request);
+            self.on_client_request_received(attachment.stream, request, grants);
         }
         Ok(PostOutcome::Stream(attachment))
     }
@@ -278,7 +285,7 @@ impl SessionActor {
         Ok(attachment)
     }
 
-    fn on_client_request_received(&mut self, stream: StreamId, request: Request) {
+    fn on_client_request_received(&mut self, stream: StreamId, request: Request, grants: &Grants) {
         let Request { id, method, params } = request;
         debug!(session = %self.id, %method, request_id = %id, "request");
         let label = metric_label(&method, false);
@@ -303,7 +310,7 @@ impl SessionActor {
                 timer.finish(outcome.is_ok());
                 self.answer(stream, &id, outcome)
             }
-            None => self.spawn_handler(stream, id, method, params, timer),
+            None => self.spawn_handler(stream, id, method, params, timer, grants.clone()),
         }
     }
 
@@ -314,6 +321,7 @@ impl SessionActor {
         method: String,
         params: Option<Value>,
         timer: RequestTimer,
+        grants: Grants,
     ) {
         let cancel = CancellationToken::new();
         let progress_token = progress_token(params.as_ref().and_then(|p| p.get("_meta")));
@@ -328,6 +336,7 @@ impl SessionActor {
                 .upstreams
                 .clone()
                 .map(|s| s as Arc<dyn std::any::Any + Send + Sync>),
+            grants,
         });
         // The task keeps the features it started with: a reload swaps `env.features`
         // for later requests, never under a running call.

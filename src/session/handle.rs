@@ -12,7 +12,7 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::context::{ClientLink, ClientRequestError, Notice};
+use crate::context::{ClientLink, ClientRequestError, Grants, Notice};
 use crate::events::ServerEvent;
 use crate::jsonrpc::{Message, RequestId};
 use crate::log_limit::warn_limited;
@@ -50,10 +50,15 @@ impl SessionHandle {
     }
 
     /// Delivers a POST's messages. Requests get a stream to read their responses from.
-    pub async fn post(&self, messages: Vec<Message>) -> Result<PostOutcome, SessionError> {
+    pub async fn post(
+        &self,
+        messages: Vec<Message>,
+        grants: Grants,
+    ) -> Result<PostOutcome, SessionError> {
         self.ask(|respond_to| {
             SessionMsg::Post(Box::new(PostMsg {
                 messages,
+                grants,
                 respond_to,
             }))
         })

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use crate::context::Notice;
+use crate::context::{Grants, Notice};
 use crate::events::ServerEvent;
 use crate::jsonrpc::{Message, RequestId};
 use crate::session::SessionError;
@@ -43,6 +43,8 @@ const _: () = assert!(std::mem::size_of::<SessionMsg>() <= 16);
 
 pub(super) struct PostMsg {
     pub messages: Vec<Message>,
+    /// What this POST's token lets it use: its requests' lists are filtered with it.
+    pub grants: Grants,
     pub respond_to: oneshot::Sender<Result<PostOutcome, SessionError>>,
 }
 

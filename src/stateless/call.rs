@@ -141,6 +141,7 @@ pub(super) async fn run(
         cancel: cancel.clone(),
         link: Arc::clone(&link) as Arc<dyn ClientLink>,
         scope: state.upstream_scope(&caller.key, &client),
+        grants: caller.grants.clone(),
     });
     let task_state = Arc::clone(state);
     let task_caller = caller.clone();

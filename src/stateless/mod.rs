@@ -194,6 +194,8 @@ pub(crate) struct Caller {
     pub max_tasks: Option<usize>,
     /// `auth.max_listen_streams_per_principal`; `None` without authentication.
     pub max_listen_streams: Option<usize>,
+    /// What the principal may use: its lists are filtered with it.
+    pub grants: crate::context::Grants,
 }
 
 /// What the transport knows of one modern POST besides its body.

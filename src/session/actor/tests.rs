@@ -70,6 +70,7 @@ fn post(
     let (respond_to, answer) = oneshot::channel();
     let flow = actor.handle(SessionMsg::Post(Box::new(PostMsg {
         messages,
+        grants: crate::context::Grants::everything(),
         respond_to,
     })));
     let mut answer = answer;

@@ -151,6 +151,9 @@ fn spawn_run(state: &Arc<ModernState>, run: Run) -> AbortHandle {
                 cancel,
                 link: Arc::clone(&link) as Arc<dyn ClientLink>,
                 scope: state.upstream_scope(&call.owner, &call.client),
+                // A task runs a `tools/call` whose scopes were decided when it was sent;
+                // it lists nothing.
+                grants: crate::context::Grants::everything(),
             });
             let (features, metrics) = (&call.features, &state.metrics);
             let outcome =
