@@ -41,6 +41,9 @@ pub struct GatewaySection {
     pub principal_idle_ttl: Duration,
     /// The lines of an upstream's stderr kept for error reports.
     pub stderr_lines: usize,
+    /// The longest line of an upstream's stderr kept, in bytes; the rest of a longer line
+    /// is skipped, so a line without a newline cannot grow the server's memory.
+    pub stderr_line_bytes: usize,
     /// The largest message an upstream may send, in bytes; a longer one ends the
     /// connection, as a broken upstream would.
     pub max_message_bytes: usize,
@@ -56,6 +59,7 @@ impl Default for GatewaySection {
             restart_backoff_max: Duration::from_secs(30),
             principal_idle_ttl: Duration::from_secs(300),
             stderr_lines: 20,
+            stderr_line_bytes: 4096,
             max_message_bytes: 16 * 1024 * 1024,
         }
     }
@@ -153,6 +157,7 @@ pub(crate) fn errors(
             gateway.max_children_per_session,
         ),
         ("gateway.stderr_lines", gateway.stderr_lines),
+        ("gateway.stderr_line_bytes", gateway.stderr_line_bytes),
         ("gateway.max_message_bytes", gateway.max_message_bytes),
     ] {
         if value == 0 {

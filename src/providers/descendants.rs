@@ -1,6 +1,8 @@
-//! Every process a command-tool call started, including those that left its process group.
+//! Every process a command-tool call or a stdio upstream started, including those that left
+//! its process group.
 //!
-//! Killing the call's process group (see [`super::process`]) misses any descendant that
+//! Killing the call's process group (see [`super::process`], and the upstream's in
+//! `upstream::child`) misses any descendant that
 //! called `setsid` or `setpgid`, such as `sh -c "setsid daemon &"`. On Linux two mechanisms
 //! close that gap:
 //!
@@ -12,8 +14,10 @@
 //!   forked while a scan ran is found by the next one. The number of rounds is bounded.
 //! - **A child subreaper.** The binary calls [`become_child_subreaper`] at start, so an
 //!   orphaned descendant re-parents to the server rather than to init and stays in reach.
-//!   The server then owns the reaping of such orphans: after a kill, [`kill_marked`] reaps
-//!   zombie children of the server that are no command's direct child.
+//!   The server then owns the reaping of such orphans: a task started with the first
+//!   spawn reaps, on every SIGCHLD, the zombie children of the server that are no direct
+//!   child of its own (an upstream's descendants die when its group is killed, with no
+//!   command tool running to reap them), and [`kill_marked`] reaps after each kill.
 //!
 //! Reaping never calls `waitpid(-1)`: tokio waits for each child it spawned by its own pid,
 //! and a wildcard wait would steal those statuses. Direct children are spawned through
@@ -84,6 +88,8 @@ impl Drop for Registration {
 pub(crate) fn spawn_registered(
     command: &mut tokio::process::Command,
 ) -> std::io::Result<RegisteredChild> {
+    #[cfg(target_os = "linux")]
+    linux::start_reaping();
     let mut children = direct_children();
     let child = command.spawn()?;
     let pid = child.id();
@@ -206,6 +212,63 @@ mod linux {
         }
         if SUBREAPER.load(Ordering::Relaxed) {
             reap(me, &killed);
+        }
+    }
+
+    /// Starts, once and when this process is a subreaper, the task that reaps orphans as they
+    /// die. It must run inside a tokio runtime; without one, orphans wait for a sweep.
+    pub(super) fn start_reaping() {
+        static STARTED: std::sync::Once = std::sync::Once::new();
+        if !SUBREAPER.load(Ordering::Relaxed) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        STARTED.call_once(|| {
+            runtime.spawn(reap_on_sigchld());
+        });
+    }
+
+    async fn reap_on_sigchld() {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut children = match signal(SignalKind::child()) {
+            Ok(children) => children,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot watch SIGCHLD; orphaned descendants are reaped only after a kill");
+                return;
+            }
+        };
+        let me = nix::unistd::getpid().as_raw();
+        // Signals that arrive during a scan coalesce into one more scan.
+        while children.recv().await.is_some() {
+            if tokio::task::spawn_blocking(move || reap_orphans(me))
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
+    }
+
+    /// Reaps every zombie child of this process that no tokio `Child` owns.
+    fn reap_orphans(me: i32) {
+        let zombies: Vec<i32> = pids()
+            .into_iter()
+            .filter(|&pid| stat(pid).is_some_and(|s| s.state == 'Z' && s.ppid == me))
+            .collect();
+        if zombies.is_empty() {
+            return;
+        }
+        let children = direct_children();
+        for pid in zombies {
+            let owned = u32::try_from(pid)
+                .is_ok_and(|pid| children.as_ref().is_some_and(|set| set.contains(&pid)));
+            if !owned {
+                // Under the lock, so no direct child can be spawned with this pid in
+                // between; ECHILD means someone else reaped it.
+                let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
+            }
         }
     }
 

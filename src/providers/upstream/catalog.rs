@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::slot::{Owner, Slot};
 use super::wire::{Ignored, UpstreamError};
-use super::{Busy, Inner, Upstream, connection_for};
+use super::{Busy, Inner, Upstream, connection_for, request_within};
 use crate::context::ClientRequestError;
 use crate::features::FeatureSet;
 use crate::features::tools::{Tool, ToolError};
@@ -40,7 +40,7 @@ pub(super) async fn read(gateway: &Inner, upstream: &Upstream) -> Catalog {
     let slot = Slot::default();
     let listed = async {
         let conn = slot
-            .connection(gateway, upstream, &client, &owner, Arc::new(Ignored))
+            .start_now(gateway, upstream, &client, &owner, Arc::new(Ignored))
             .await?;
         let tools = list_all(&conn, "tools/list", "tools", upstream).await?;
         Ok::<_, UpstreamError>(Catalog {
@@ -247,17 +247,12 @@ async fn call(
         )),
         other => ToolError::msg(format!("upstream {}: {other}", upstream.name)),
     };
-    let (conn, scope) = connection_for(gateway, upstream, &ctx)
+    let (conn, scope, left) = connection_for(gateway, upstream, &ctx)
         .await
         .map_err(failed)?;
     let _busy = scope.as_deref().map(Busy::new);
     let params = object([("name", Value::from(name)), ("arguments", arguments)]);
-    conn.request(
-        "tools/call",
-        Some(params),
-        Some(&ctx),
-        upstream.call_timeout,
-    )
-    .await
-    .map_err(failed)
+    request_within(&conn, upstream, "tools/call", params, &ctx, left)
+        .await
+        .map_err(failed)
 }

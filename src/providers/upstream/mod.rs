@@ -27,6 +27,7 @@ mod child;
 mod http;
 mod offer;
 mod resolve;
+mod routing;
 mod slot;
 pub mod supervisor;
 mod wire;
@@ -340,9 +341,10 @@ impl Scope {
         let (scope, uri) = (Arc::clone(self), uri.to_string());
         tokio::spawn(async move {
             let upstream = &scope.gateway.upstreams[index];
+            let wait = upstream.call_timeout;
             let conn = match upstream.scope {
-                UpstreamScope::Session => scope.connection(upstream).await,
-                UpstreamScope::Shared => shared_connection(&scope.gateway, upstream).await,
+                UpstreamScope::Session => scope.connection(upstream, wait).await,
+                UpstreamScope::Shared => shared_connection(&scope.gateway, upstream, wait).await,
             };
             let params = serde_json::json!({ "uri": uri });
             let outcome = match conn {
@@ -363,7 +365,11 @@ impl Scope {
         });
     }
 
-    async fn connection(&self, upstream: &Upstream) -> Result<Connection, UpstreamError> {
+    async fn connection(
+        &self,
+        upstream: &Upstream,
+        wait: Duration,
+    ) -> Result<Connection, UpstreamError> {
         let slot = &self.slots[upstream.index];
         slot.connection(
             &self.gateway,
@@ -371,6 +377,7 @@ impl Scope {
             &self.client,
             &self.owner,
             changes::UpstreamEvents::for_upstream(&self.gateway, upstream.index),
+            wait,
         )
         .await
     }
@@ -416,6 +423,7 @@ fn forwarding_client() -> ClientInfo {
 async fn shared_connection(
     gateway: &Arc<Inner>,
     upstream: &Upstream,
+    wait: Duration,
 ) -> Result<Connection, UpstreamError> {
     // One connection serves every client, so it declares all that the gateway can forward;
     // each request is still checked against its own client when it comes.
@@ -427,18 +435,23 @@ async fn shared_connection(
             &client,
             &gateway.shared_owner,
             changes::UpstreamEvents::for_upstream(gateway, upstream.index),
+            wait,
         )
         .await
 }
 
-/// The connection a call to `upstream` uses, from the context's scope or the shared slot.
+/// The connection a call to `upstream` uses, from the context's scope or the shared slot,
+/// and what is left of the call's `call_timeout` after waiting for it: the timeout covers
+/// the whole call, a start (or restart) included.
 async fn connection_for(
     gateway: &Arc<Inner>,
     upstream: &Upstream,
     ctx: &crate::context::RequestContext,
-) -> Result<(Connection, Option<Arc<Scope>>), UpstreamError> {
-    match upstream.scope {
-        UpstreamScope::Shared => Ok((shared_connection(gateway, upstream).await?, None)),
+) -> Result<(Connection, Option<Arc<Scope>>, Duration), UpstreamError> {
+    let began = tokio::time::Instant::now();
+    let wait = upstream.call_timeout;
+    let (conn, scope) = match upstream.scope {
+        UpstreamScope::Shared => (shared_connection(gateway, upstream, wait).await?, None),
         UpstreamScope::Session => {
             let Some(scope) = ctx.scope::<Scope>() else {
                 return Err(UpstreamError::Unavailable(format!(
@@ -446,8 +459,26 @@ async fn connection_for(
                     upstream.name
                 )));
             };
-            let conn = scope.connection(upstream).await?;
-            Ok((conn, Some(scope)))
+            (scope.connection(upstream, wait).await?, Some(scope))
         }
-    }
+    };
+    Ok((conn, scope, wait.saturating_sub(began.elapsed())))
+}
+
+/// Sends a forwarded request with `left`, what remains of the call's `call_timeout`; a
+/// timeout still names the configured `call_timeout`, which is what the operator can change.
+async fn request_within(
+    conn: &Connection,
+    upstream: &Upstream,
+    method: &str,
+    params: serde_json::Value,
+    ctx: &crate::context::RequestContext,
+    left: Duration,
+) -> Result<serde_json::Value, UpstreamError> {
+    conn.request(method, Some(params), Some(ctx), left)
+        .await
+        .map_err(|e| match e {
+            UpstreamError::TimedOut(_) => UpstreamError::TimedOut(upstream.call_timeout),
+            other => other,
+        })
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::wire::UpstreamError;
-use super::{Busy, Inner, Upstream, connection_for};
+use super::{Busy, Inner, Upstream, connection_for, request_within};
 use crate::context::RequestContext;
 use crate::features::prompts::Prompt;
 use crate::features::resources::{Resource, ResourceError, ResourceTemplate};
@@ -25,10 +25,9 @@ async fn forward(
     params: Value,
 ) -> Result<Value, UpstreamError> {
     let upstream = &gateway.upstreams[index];
-    let (conn, scope) = connection_for(gateway, upstream, ctx).await?;
+    let (conn, scope, left) = connection_for(gateway, upstream, ctx).await?;
     let _busy = scope.as_deref().map(Busy::new);
-    conn.request(method, Some(params), Some(ctx), upstream.call_timeout)
-        .await
+    request_within(&conn, upstream, method, params, ctx, left).await
 }
 
 fn prefixed(upstream: &Upstream, descriptor: &Value) -> Value {

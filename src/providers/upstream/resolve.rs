@@ -49,6 +49,7 @@ pub(super) fn resolve(
                 supervisor,
                 grace: gateway.shutdown_grace,
                 stderr_lines: gateway.stderr_lines,
+                stderr_line_bytes: gateway.stderr_line_bytes,
                 max_message_bytes: gateway.max_message_bytes,
             })
         }

@@ -1,6 +1,12 @@
 //! One upstream connection slot: started on first use, restarted with backoff after the
 //! upstream exits, stopped when its owner (a session, a principal's scope, the server)
 //! closes.
+//!
+//! A start is single-flight: the first caller that finds no live connection starts one in a
+//! task of its own, which holds the slot until the connection is up or has failed; later
+//! callers wait for the slot. Every caller waits on its own clock (what is left of its
+//! `call_timeout`), and one that gives up leaves the start running for the others, so
+//! neither a slow start nor the backoff before it can hold a call past its timeout.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,8 +16,8 @@ use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::wire::{Connection, Events, UpstreamError};
-use super::{Inner, Transport, Upstream, child};
+use super::wire::{Connection, Events, Relay, UpstreamError};
+use super::{Inner, Transport, Upstream, UpstreamScope, child};
 use crate::protocol::ClientInfo;
 
 /// The handshake revisions an upstream may answer `initialize` with.
@@ -36,12 +42,59 @@ struct Live {
 /// Where one upstream's connection for one owner lives.
 #[derive(Default)]
 pub(crate) struct Slot {
-    state: Mutex<State>,
+    state: Arc<Mutex<State>>,
 }
 
 impl Slot {
-    /// The live connection, started (or restarted, after the backoff) when there is none.
+    /// The live connection, started (or restarted, after the backoff) when there is none;
+    /// waiting for it (the slot, the backoff, the start) takes at most `wait`.
     pub async fn connection(
+        &self,
+        gateway: &Arc<Inner>,
+        upstream: &Upstream,
+        client: &ClientInfo,
+        owner: &Owner,
+        events: Arc<dyn Events>,
+        wait: Duration,
+    ) -> Result<Connection, UpstreamError> {
+        let deadline = Instant::now() + wait;
+        let still_starting = || {
+            UpstreamError::Unavailable(format!(
+                "upstream {} was still starting after {wait:?} (its call_timeout); retry later",
+                upstream.name
+            ))
+        };
+        let state = tokio::time::timeout_at(deadline, Arc::clone(&self.state).lock_owned())
+            .await
+            .map_err(|_| still_starting())?;
+        if let Some(live) = &state.live {
+            if !live.conn.is_closed() {
+                return Ok(live.conn.clone());
+            }
+        }
+        let (gateway, index, client) = (Arc::clone(gateway), upstream.index, client.clone());
+        let owner = Owner {
+            closed: owner.closed.clone(),
+            children: Arc::clone(&owner.children),
+        };
+        let starting = tokio::spawn(async move {
+            let mut state = state;
+            let upstream = &gateway.upstreams[index];
+            connect(&mut state, &gateway, upstream, &client, &owner, events).await
+        });
+        match tokio::time::timeout_at(deadline, starting).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(e)) => Err(UpstreamError::Unavailable(format!(
+                "upstream {} could not start: {e}",
+                upstream.name
+            ))),
+            Err(_) => Err(still_starting()),
+        }
+    }
+
+    /// Starts the connection here and now, for the one caller of a slot of its own (the
+    /// catalog's probe), which has nobody to share a start with.
+    pub async fn start_now(
         &self,
         gateway: &Inner,
         upstream: &Upstream,
@@ -50,47 +103,60 @@ impl Slot {
         events: Arc<dyn Events>,
     ) -> Result<Connection, UpstreamError> {
         let mut state = self.state.lock().await;
-        if let Some(live) = &state.live {
-            if !live.conn.is_closed() {
-                return Ok(live.conn.clone());
-            }
-            // It ended by itself: a crash, counted for the backoff.
-            state.live = None;
+        connect(&mut state, gateway, upstream, client, owner, events).await
+    }
+}
+
+/// Starts the connection of a slot that has none live; the caller holds the slot.
+async fn connect(
+    state: &mut State,
+    gateway: &Inner,
+    upstream: &Upstream,
+    client: &ClientInfo,
+    owner: &Owner,
+    events: Arc<dyn Events>,
+) -> Result<Connection, UpstreamError> {
+    if state.live.take().is_some() {
+        // It ended by itself: a crash, counted for the backoff.
+        state.failures += 1;
+        state.retry_at = Some(Instant::now() + backoff(&gateway.config, state.failures));
+    }
+    if owner.closed.is_cancelled() {
+        return Err(UpstreamError::Unavailable(
+            "the session that owned this upstream connection has ended".into(),
+        ));
+    }
+    if let Some(at) = state.retry_at {
+        tokio::select! {
+            () = tokio::time::sleep_until(at) => {}
+            () = owner.closed.cancelled() => return Err(UpstreamError::Unavailable(
+                "the session that owned this upstream connection has ended".into(),
+            )),
+        }
+    }
+    let permits = match upstream.transport {
+        Transport::Stdio(_) => Some(take_permits(gateway, owner, &upstream.name)?),
+        Transport::Http(_) => None,
+    };
+    state.starts += 1;
+    if state.starts > 1 {
+        tracing::info!(upstream = %upstream.name, restarts = state.starts - 1, "restarting upstream");
+        gateway.metrics.upstream_restarted();
+    }
+    match start(gateway, upstream, client, owner, events).await {
+        Ok(conn) => {
+            state.failures = 0;
+            state.retry_at = None;
+            state.live = Some(Live {
+                conn: conn.clone(),
+                _permits: permits,
+            });
+            Ok(conn)
+        }
+        Err(e) => {
             state.failures += 1;
             state.retry_at = Some(Instant::now() + backoff(&gateway.config, state.failures));
-        }
-        if owner.closed.is_cancelled() {
-            return Err(UpstreamError::Unavailable(
-                "the session that owned this upstream connection has ended".into(),
-            ));
-        }
-        if let Some(at) = state.retry_at {
-            tokio::time::sleep_until(at).await;
-        }
-        let permits = match upstream.transport {
-            Transport::Stdio(_) => Some(take_permits(gateway, owner, &upstream.name)?),
-            Transport::Http(_) => None,
-        };
-        state.starts += 1;
-        if state.starts > 1 {
-            tracing::info!(upstream = %upstream.name, restarts = state.starts - 1, "restarting upstream");
-            gateway.metrics.upstream_restarted();
-        }
-        match start(gateway, upstream, client, owner, events).await {
-            Ok(conn) => {
-                state.failures = 0;
-                state.retry_at = None;
-                state.live = Some(Live {
-                    conn: conn.clone(),
-                    _permits: permits,
-                });
-                Ok(conn)
-            }
-            Err(e) => {
-                state.failures += 1;
-                state.retry_at = Some(Instant::now() + backoff(&gateway.config, state.failures));
-                Err(e)
-            }
+            Err(e)
         }
     }
 }
@@ -154,20 +220,32 @@ async fn start(
     let stop = owner.closed.child_token();
     let conn = match &upstream.transport {
         Transport::Stdio(spec) => {
-            let (mut process, io) = child::spawn(name, spec).map_err(|e| {
-                UpstreamError::Unavailable(format!("upstream {name} cannot start: {e}"))
-            })?;
-            let tail = Arc::clone(&process.tail);
-            let conn = Connection::start(io, events, move || tail.describe());
+            let (mut process, io) = child::spawn(name, spec, Arc::clone(&gateway.metrics))
+                .map_err(|e| {
+                    UpstreamError::Unavailable(format!("upstream {name} cannot start: {e}"))
+                })?;
+            let (exit, upstream_name) = (process.exit_note(), name.clone());
+            let describe = move || child::describe_exit(&upstream_name, &exit);
+            // One shared process serves every principal, and stdio says nothing of whom an
+            // upstream's log message or request concerns.
+            let relay = match upstream.scope {
+                UpstreamScope::Shared => Relay::Never,
+                UpstreamScope::Session => Relay::LatestCall,
+            };
+            let conn = Connection::start(io, events, describe, relay);
             let (watched, stopping, upstream_name) = (conn.clone(), stop.clone(), name.clone());
             let metrics = Arc::clone(&gateway.metrics);
             gateway.tracker.spawn(async move {
                 let _running = metrics.upstream_process_running();
+                // An exit that raced the stop (a process that died before it initialized)
+                // is reported too.
                 let exited = tokio::select! {
+                    biased;
                     status = process.exited() => Some(status),
-                    () = stopping.cancelled() => None,
+                    () = stopping.cancelled() => process.has_exited(),
                 };
                 if let Some(status) = exited {
+                    process.stderr_drained().await;
                     tracing::warn!(upstream = %upstream_name, %status, "upstream exited{}", process.tail.describe());
                 }
                 watched.close();
@@ -178,7 +256,7 @@ async fn start(
         Transport::Http(spec) => {
             let (io, driver) = super::http::start(name, Arc::clone(spec), gateway.http.clone());
             gateway.tracker.spawn(driver);
-            let conn = Connection::start(io, events, String::new);
+            let conn = Connection::start(io, events, String::new, Relay::LatestCall);
             let (watched, stopping) = (conn.clone(), stop.clone());
             gateway.tracker.spawn(async move {
                 tokio::select! {

@@ -16,6 +16,8 @@
 //! the grace period for the command to exit by itself, then sends SIGTERM to the group,
 //! waits the grace period again, then SIGKILL. When the command exits on its own, whatever
 //! is left of its group is killed at once. The supervisor exits with the command's status.
+//! The supervisor reads those signals with `sigwait`, so it blocks them; the command starts
+//! with them unblocked again, or the group's SIGTERM would never reach it.
 //!
 //! It is a mode of the same binary, so an installation has nothing more to ship. The parent
 //! death signal is sent when the *thread* that spawned the supervisor ends; the server spawns
@@ -56,7 +58,7 @@ pub fn supervise(parent: u32, grace: Duration, argv: &[OsString]) -> i32 {
         return 2;
     }
     // Blocked in this thread before any other starts, so every thread inherits the mask and
-    // the signals are read only by `sigwait` below. `Command` resets the mask in the child.
+    // the signals are read only by `sigwait` below.
     let mut signals = SigSet::empty();
     for signal in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
         signals.add(signal);
@@ -65,7 +67,17 @@ pub fn supervise(parent: u32, grace: Duration, argv: &[OsString]) -> i32 {
         eprintln!("{SUBCOMMAND}: cannot block signals: {e}");
         return 2;
     }
-    let mut child = match Command::new(program).args(args).process_group(0).spawn() {
+    let mut command = Command::new(program);
+    command.args(args).process_group(0);
+    // A child inherits the signal mask across exec, and `Command` does not reset it: without
+    // this the upstream would start with SIGTERM blocked, and the stop sequence's SIGTERM
+    // would never reach it (every stop would end in SIGKILL).
+    // SAFETY: between fork and exec the closure calls only `pthread_sigmask`, which is
+    // async-signal-safe, on a set built before the fork.
+    unsafe {
+        command.pre_exec(move || signals.thread_unblock().map_err(std::io::Error::from));
+    }
+    let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
             eprintln!(

@@ -13,6 +13,8 @@
 //! - `notifications/message` and the upstream's own requests (elicitation, sampling,
 //!   roots) carry no such link on stdio, so they go to the most recent call still in
 //!   flight on this connection; with none, a log message is dropped and a request refused.
+//!   On a connection several principals share over stdio, neither is relayed (see
+//!   [`Relay`]).
 //! - `*/list_changed` and `resources/updated` go to the connection's [`Events`] hook.
 
 use std::collections::HashMap;
@@ -26,6 +28,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use super::routing::{Events, Ignored, Relay};
 use crate::context::{ClientRequestError, RequestContext};
 use crate::jsonrpc::{self, Message, RequestId, RpcError, codes};
 use crate::protocol::LogLevel;
@@ -50,22 +53,6 @@ pub enum UpstreamError {
     /// The upstream could not be started or initialized.
     #[error("{0}")]
     Unavailable(String),
-}
-
-/// What the connection tells its owner about the upstream as a whole.
-pub(crate) trait Events: Send + Sync + 'static {
-    /// `notifications/tools/list_changed` and its kin, by method.
-    fn list_changed(&self, method: &str);
-    /// `notifications/resources/updated`.
-    fn resource_updated(&self, params: Value);
-}
-
-/// Events nobody listens to: a probe connection.
-pub(crate) struct Ignored;
-
-impl Events for Ignored {
-    fn list_changed(&self, _: &str) {}
-    fn resource_updated(&self, _: Value) {}
 }
 
 enum Command {
@@ -108,10 +95,12 @@ pub(crate) struct Io<W, R> {
 impl Connection {
     /// Starts the connection task over `io`. `describe_end` says why the upstream's output
     /// ended (an exit status, the last stderr lines), for the errors of calls in flight.
+    /// `relay` says where the upstream's log messages and requests may go.
     pub fn start<W, R>(
         io: Io<W, R>,
         events: Arc<dyn Events>,
         describe_end: impl FnOnce() -> String + Send + 'static,
+        relay: Relay,
     ) -> Connection
     where
         W: futures_util::Sink<Bytes, Error = std::io::Error> + Send + Unpin + 'static,
@@ -128,6 +117,7 @@ impl Connection {
             pending: HashMap::new(),
             events,
             closed: closed.clone(),
+            relay,
         };
         tokio::spawn(write_lines(io.sink, out_rx, closed.clone()));
         let end = Arc::clone(&ending);
@@ -283,6 +273,7 @@ struct Task {
     pending: HashMap<i64, Waiting>,
     events: Arc<dyn Events>,
     closed: CancellationToken,
+    relay: Relay,
 }
 
 impl Task {
@@ -362,8 +353,12 @@ impl Task {
         }
     }
 
-    /// The most recent call in flight that serves a client request.
+    /// The most recent call in flight that serves a client request; none when the
+    /// connection relays nothing unlinked.
     fn latest_call(&self) -> Option<RequestContext> {
+        if self.relay == Relay::Never {
+            return None;
+        }
         self.pending
             .iter()
             .filter_map(|(id, w)| w.ctx.as_ref().map(|ctx| (*id, ctx)))
@@ -422,6 +417,7 @@ impl Task {
             }
             "notifications/message" => {
                 let Some(ctx) = self.latest_call() else {
+                    self.relay.dropped_log();
                     return;
                 };
                 let Ok(level) = serde_json::from_value::<LogLevel>(params["level"].clone()) else {
@@ -458,7 +454,9 @@ impl Task {
             return;
         }
         let (Some(method), Some(ctx)) = (forwarded, self.latest_call()) else {
-            let error = if forwarded.is_some() {
+            let error = if let Some(refusal) = self.relay.refusal(&method, forwarded) {
+                refusal
+            } else if forwarded.is_some() {
                 RpcError::new(
                     codes::INVALID_REQUEST,
                     format!("{method} reached the gateway with no client request in flight to ask"),
