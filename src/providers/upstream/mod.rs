@@ -27,6 +27,7 @@ mod child;
 mod http;
 mod offer;
 mod resolve;
+mod route;
 mod slot;
 pub mod supervisor;
 mod wire;

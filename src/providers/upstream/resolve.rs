@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::child::ChildSpec;
 use super::{Transport, Upstream, http};
-use crate::config::upstreams::{GatewaySection, UpstreamConfig};
+use crate::config::upstreams::{GatewaySection, UpstreamConfig, UpstreamScope};
 use crate::providers::ProviderError;
 use crate::providers::placeholders::expand_env;
 
@@ -82,6 +82,9 @@ pub(super) fn resolve(
                 url,
                 headers,
                 max_message_bytes: gateway.max_message_bytes,
+                call_timeout: entry.call_timeout,
+                startup_timeout: entry.startup_timeout,
+                shared: entry.scope == UpstreamScope::Shared,
             }))
         }
     };
