@@ -171,6 +171,29 @@ async fn an_unterminated_sse_line_is_cut_at_max_message_bytes() {
     let text = outcome(&messages, 1);
     assert!(text.contains("gateway.max_message_bytes"), "{text}");
     assert!(took < Duration::from_secs(3), "the call took {took:?}");
+    assert_eq!(message_limit_hits(&server).await, 1.0);
+}
+
+#[tokio::test]
+async fn a_timed_out_call_stops_reading_its_stream() {
+    let upstream = Hostile::start();
+    let server = upstream.gateway("shared");
+    let a = session(&server).await;
+    // The shared connection's GET stream stays open throughout.
+    let (messages, _) = call(&a, 1, "fast", json!({})).await;
+    assert_eq!(outcome(&messages, 1), "fast", "{messages:?}");
+    assert!(eventually(Duration::from_secs(5), || upstream.established_to() == 1).await);
+    let (messages, took) = call(&a, 2, "trickle", json!({})).await;
+    assert!(
+        outcome(&messages, 2).contains("did not answer"),
+        "{messages:?}"
+    );
+    let closed = eventually(Duration::from_secs(2), || upstream.established_to() == 1).await;
+    eprintln!(
+        "sockets to the upstream 2 s after a trickling call timed out at {took:?}: {} (1 is the GET stream)",
+        upstream.established_to()
+    );
+    assert!(closed, "the timed-out call's stream is still read");
 }
 
 #[tokio::test]
@@ -234,4 +257,22 @@ async fn an_oversized_json_reply_fails_the_call_at_once_naming_the_limit() {
     eprintln!("oversized JSON reply: error after {took:?}: {text}");
     assert!(text.contains("gateway.max_message_bytes"), "{text}");
     assert!(took < Duration::from_secs(2), "the call took {took:?}");
+    assert_eq!(message_limit_hits(&server).await, 1.0);
+}
+
+/// `mcp_limit_rejections_total{limit="upstream_max_message_bytes"}`, from the admin listener.
+async fn message_limit_hits(server: &TestServer) -> f64 {
+    let text = reqwest::get(format!("{}/metrics", server.admin_url))
+        .await
+        .expect("GET /metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    text.lines()
+        .find(|l| {
+            l.starts_with("mcp_limit_rejections_total{")
+                && l.contains("limit=\"upstream_max_message_bytes\"")
+        })
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or(0.0)
 }

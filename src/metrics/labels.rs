@@ -142,10 +142,12 @@ pub enum Limit {
     PrincipalListenStreams,
     /// `gateway.max_children` or `max_children_per_session`: an upstream was not started.
     MaxUpstreamChildren,
+    /// `gateway.max_message_bytes`: an HTTP upstream's reply was cut and its call failed.
+    UpstreamMessageBytes,
 }
 
 impl Limit {
-    pub const ALL: [Limit; 25] = [
+    pub const ALL: [Limit; 26] = [
         Limit::MaxBodyBytes,
         Limit::MaxInFlight,
         Limit::ModernMaxInFlight,
@@ -171,6 +173,7 @@ impl Limit {
         Limit::MaxConnectionsPerIp,
         Limit::PrincipalListenStreams,
         Limit::MaxUpstreamChildren,
+        Limit::UpstreamMessageBytes,
     ];
 
     pub fn label(self) -> &'static str {
@@ -200,6 +203,7 @@ impl Limit {
             Limit::MaxConnectionsPerIp => "max_connections_per_ip",
             Limit::PrincipalListenStreams => "max_listen_streams_per_principal",
             Limit::MaxUpstreamChildren => "max_upstream_children",
+            Limit::UpstreamMessageBytes => "upstream_max_message_bytes",
         }
     }
 }

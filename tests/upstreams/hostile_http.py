@@ -6,6 +6,8 @@ PORT_FILE and serves until killed. What it does wrong is chosen by the tool call
 - `hang`: never answers (the POST's headers never come);
 - `fast`: answers at once;
 - `huge_sse`: an SSE response whose one `data:` line is 512 MiB and never ends;
+- `trickle`: an SSE response whose one `data:` line grows by 1 KiB every 50 ms, for a
+  minute, and never ends (it stays under the size limit: only the call's end stops it);
 - `log_then_answer`: on its own POST stream, waits 1 s, sends a `notifications/message`
   naming the caller's `who` argument, then answers;
 - `slow`: answers after 3 s (a call that is in flight while another one logs);
@@ -22,7 +24,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-TOOLS = ["hang", "fast", "huge_sse", "log_then_answer", "slow", "big_json"]
+TOOLS = ["hang", "fast", "huge_sse", "trickle", "log_then_answer", "slow", "big_json"]
 
 
 def result(msg_id, value):
@@ -118,6 +120,13 @@ class Handler(BaseHTTPRequestHandler):
                 self.wfile.write(chunk)
             self.wfile.flush()
             time.sleep(3600)
+        elif name == "trickle":
+            self.start_sse()
+            self.wfile.write(b"data: ")
+            for _ in range(1200):
+                self.wfile.write(b"x" * 1024)
+                self.wfile.flush()
+                time.sleep(0.05)
         elif name == "log_then_answer":
             self.start_sse()
             time.sleep(1)

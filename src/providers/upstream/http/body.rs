@@ -12,8 +12,9 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use tokio::sync::mpsc;
 
-use super::Head;
+use super::{Head, HttpSpec};
 use crate::jsonrpc::{self, RequestId, RpcError, codes};
+use crate::metrics::Limit;
 use crate::providers::upstream::route::{Incoming, Route};
 
 pub(super) type Incomings = mpsc::Sender<std::io::Result<Incoming>>;
@@ -109,8 +110,9 @@ pub(super) async fn fail(incoming: &Incomings, id: Option<&RequestId>, message: 
     }
 }
 
-fn oversized(upstream: &str, error: &BodyError) {
+fn oversized(upstream: &str, spec: &HttpSpec, error: &BodyError) {
     if matches!(error, BodyError::Oversized(_)) {
+        spec.metrics.limit_hit(Limit::UpstreamMessageBytes);
         crate::log_limit::warn_limited!(upstream, "{error}");
     }
 }
@@ -118,13 +120,13 @@ fn oversized(upstream: &str, error: &BodyError) {
 /// Passes on what a response carries, by `route`. A body over the limit, or a stream that
 /// ends before the response to `id`, fails that request.
 pub(super) async fn deliver(
-    upstream: &str,
+    (upstream, spec): (&str, &HttpSpec),
     response: reqwest::Response,
     id: Option<&RequestId>,
     incoming: &Incomings,
-    max: usize,
     route: Route,
 ) {
+    let max = spec.max_message_bytes;
     let is_sse = response
         .headers()
         .get("content-type")
@@ -137,7 +139,7 @@ pub(super) async fn deliver(
             match chunk {
                 Ok(chunk) => body.extend_from_slice(&chunk),
                 Err(e) => {
-                    oversized(upstream, &e);
+                    oversized(upstream, spec, &e);
                     return fail(incoming, id, e.to_string()).await;
                 }
             }
@@ -155,7 +157,7 @@ pub(super) async fn deliver(
         let event = match event {
             Ok(event) => event,
             Err(e) => {
-                cut = Some(describe(upstream, e));
+                cut = Some(describe(upstream, spec, e));
                 break;
             }
         };
@@ -178,10 +180,10 @@ pub(super) async fn deliver(
     }
 }
 
-fn describe(upstream: &str, error: sse_stream::Error) -> String {
+fn describe(upstream: &str, spec: &HttpSpec, error: sse_stream::Error) -> String {
     if let sse_stream::Error::Body(inner) = &error {
         if let Some(body) = inner.downcast_ref::<BodyError>() {
-            oversized(upstream, body);
+            oversized(upstream, spec, body);
             return body.to_string();
         }
     }

@@ -43,9 +43,10 @@ use self::body::{Incomings, deliver, fail, read_limited};
 use super::route::{Incoming, Route};
 use super::wire::Io;
 use crate::jsonrpc::{self, RequestId};
+use crate::metrics::Metrics;
 
 /// How to reach one HTTP upstream.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct HttpSpec {
     pub url: String,
     /// The configured headers, `${ENV}` expanded; never the client's.
@@ -57,6 +58,17 @@ pub(crate) struct HttpSpec {
     pub startup_timeout: Duration,
     /// `scope = "shared"`: the GET stream is no caller's.
     pub shared: bool,
+    /// Where a reply cut at `max_message_bytes` is counted.
+    pub metrics: Arc<Metrics>,
+}
+
+impl std::fmt::Debug for HttpSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpSpec")
+            .field("url", &self.url)
+            .field("shared", &self.shared)
+            .finish_non_exhaustive()
+    }
 }
 
 pub(crate) type HttpSink = futures_util::sink::SinkMapErr<
@@ -214,8 +226,8 @@ impl Exchange {
                 Some(RequestId::Number(n)) => Route::Call(*n),
                 _ => self.unlinked(),
             };
-            let max = self.spec.max_message_bytes;
-            let read = deliver(&self.upstream, response, id, &self.incoming, max, route);
+            let at = (&*self.upstream, &*self.spec);
+            let read = deliver(at, response, id, &self.incoming, route);
             if tokio::time::timeout_at(deadline, read).await.is_err() {
                 let why = format!(
                     "the upstream did not finish its answer within call_timeout ({limit:?})"
@@ -235,9 +247,8 @@ impl Exchange {
         );
         if let Ok(Ok(response)) = sent.await {
             if response.status().is_success() {
-                let max = self.spec.max_message_bytes;
-                let route = self.unlinked();
-                deliver(&self.upstream, response, None, &self.incoming, max, route).await;
+                let (at, route) = ((&*self.upstream, &*self.spec), self.unlinked());
+                deliver(at, response, None, &self.incoming, route).await;
             }
         }
         Posted::Done
@@ -391,11 +402,8 @@ impl Driver {
         }
         self.exchange.session = response.headers().get(SESSION).cloned();
         let (tx, mut rx) = mpsc::channel(16);
-        let (upstream, max) = (
-            &self.exchange.upstream,
-            self.exchange.spec.max_message_bytes,
-        );
-        let read = deliver(upstream, response, id.as_ref(), &tx, max, Route::Latest);
+        let at = (&*self.exchange.upstream, &*self.exchange.spec);
+        let read = deliver(at, response, id.as_ref(), &tx, Route::Latest);
         tokio::time::timeout_at(deadline, read)
             .await
             .map_err(|_| late())?;
