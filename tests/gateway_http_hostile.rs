@@ -248,6 +248,27 @@ async fn a_log_on_one_callers_post_stream_never_reaches_another_caller() {
 }
 
 #[tokio::test]
+async fn a_request_on_a_shared_get_stream_is_refused_not_relayed_to_a_caller() {
+    let upstream = Hostile::start();
+    let server = upstream.gateway("shared");
+    let a = session(&server).await;
+    let (messages, _) = call(&a, 1, "fast", json!({})).await;
+    assert_eq!(outcome(&messages, 1), "fast", "{messages:?}");
+    assert!(eventually(Duration::from_secs(5), || upstream.established_to() == 1).await);
+    let (messages, took) = call(&a, 2, "elicit_on_get", json!({})).await;
+    let relayed = messages.iter().any(|m| m["method"] == "elicitation/create");
+    let answer = outcome(&messages, 2);
+    eprintln!(
+        "elicitation on the shared GET stream relayed to a caller: {relayed}; upstream got {answer} after {took:?}"
+    );
+    assert!(!relayed, "{messages:?}");
+    assert!(
+        answer.contains("-32600") && answer.contains("cannot tell whose"),
+        "{answer}"
+    );
+}
+
+#[tokio::test]
 async fn an_oversized_json_reply_fails_the_call_at_once_naming_the_limit() {
     let upstream = Hostile::start();
     let server = upstream.gateway("shared");

@@ -12,6 +12,8 @@ PORT_FILE and serves until killed. What it does wrong is chosen by the tool call
   naming the caller's `who` argument, then answers;
 - `slow`: answers after 3 s (a call that is in flight while another one logs);
 - `big_json`: a JSON reply of `bytes` bytes (default 2 MiB);
+- `elicit_on_get`: sends an `elicitation/create` on every open GET stream (no request
+  links it to a caller) and answers with whatever response came back within 5 s;
 - every GET stream is held open (a comment every second) until the client goes away.
 
 It speaks HTTP/1.0, so each response ends its TCP connection: the only sockets that stay
@@ -19,12 +21,20 @@ established are the streams it holds open.
 """
 
 import json
+import queue
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-TOOLS = ["hang", "fast", "huge_sse", "trickle", "log_then_answer", "slow", "big_json"]
+TOOLS = ["hang", "fast", "huge_sse", "trickle", "log_then_answer", "slow", "big_json", "elicit_on_get"]
+
+
+# Messages waiting to go out on each open GET stream.
+GET_STREAMS = []
+# Responses the client POSTed, by id, and who waits for them.
+ANSWERS = {}
+ANSWERED = threading.Condition()
 
 
 def result(msg_id, value):
@@ -67,18 +77,28 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         self.start_sse()
+        outbox = queue.Queue()
+        GET_STREAMS.append(outbox)
         try:
             while True:
-                self.wfile.write(b": held open\n\n")
-                self.wfile.flush()
-                time.sleep(1)
+                try:
+                    self.event(outbox.get(timeout=1))
+                except queue.Empty:
+                    self.wfile.write(b": held open\n\n")
+                    self.wfile.flush()
         except OSError:
             return
+        finally:
+            GET_STREAMS.remove(outbox)
 
     def do_POST(self):
         length = int(self.headers.get("content-length", "0"))
         message = json.loads(self.rfile.read(length) or b"{}")
         method, msg_id = message.get("method"), message.get("id")
+        if method is None and msg_id is not None:
+            with ANSWERED:
+                ANSWERS[msg_id] = message
+                ANSWERED.notify_all()
         if method is None or msg_id is None:
             self.send_response(202)
             self.send_header("content-length", "0")
@@ -141,6 +161,19 @@ class Handler(BaseHTTPRequestHandler):
         elif name == "slow":
             time.sleep(3)
             self.send_json(text(msg_id, "slow"))
+        elif name == "elicit_on_get":
+            ask = {
+                "jsonrpc": "2.0",
+                "id": "ask-on-get",
+                "method": "elicitation/create",
+                "params": {"message": "whose?", "requestedSchema": {"type": "object"}},
+            }
+            for outbox in list(GET_STREAMS):
+                outbox.put(ask)
+            with ANSWERED:
+                ANSWERED.wait_for(lambda: "ask-on-get" in ANSWERS, timeout=5)
+                answer = ANSWERS.pop("ask-on-get", None)
+            self.send_json(text(msg_id, json.dumps(answer)))
         elif name == "big_json":
             size = int(args.get("bytes", 2 << 20))
             self.send_json(text(msg_id, "y" * size))
