@@ -1,12 +1,14 @@
 //! The gateway's Streamable HTTP transport against a hostile upstream
 //! (`tests/upstreams/hostile_http.py`, standard library only): a call that never answers,
-//! an SSE line that never ends, GET streams held open, a log on one caller's POST stream
-//! while another caller's call is in flight, and a JSON reply past the size limit.
+//! an SSE line that never ends (or grows slowly past its call's timeout), GET streams held
+//! open, a log on one caller's POST stream while another caller's call is in flight, an
+//! elicitation on a shared GET stream, and a JSON reply past the size limit.
 //!
 //! What is checked: calls to one shared connection run side by side; what the upstream
 //! sends is bounded by `gateway.max_message_bytes` as it is read, and a reply past it fails
-//! its call at once; a connection's streams end with it; and a message on a POST's stream
-//! reaches that POST's caller only.
+//! its call at once; a call that ends stops being read; a connection's streams end with
+//! it; and a message on a POST's stream reaches that POST's caller only, while a request on
+//! a shared GET stream reaches no caller.
 
 mod common;
 
