@@ -144,10 +144,12 @@ pub enum Limit {
     MaxUpstreamChildren,
     /// `gateway.stderr_line_bytes`: the rest of an upstream's stderr line was skipped.
     StderrLineBytes,
+    /// `gateway.max_message_bytes`: an HTTP upstream's reply was cut and its call failed.
+    UpstreamMessageBytes,
 }
 
 impl Limit {
-    pub const ALL: [Limit; 26] = [
+    pub const ALL: [Limit; 27] = [
         Limit::MaxBodyBytes,
         Limit::MaxInFlight,
         Limit::ModernMaxInFlight,
@@ -174,6 +176,7 @@ impl Limit {
         Limit::PrincipalListenStreams,
         Limit::MaxUpstreamChildren,
         Limit::StderrLineBytes,
+        Limit::UpstreamMessageBytes,
     ];
 
     pub fn label(self) -> &'static str {
@@ -204,6 +207,7 @@ impl Limit {
             Limit::PrincipalListenStreams => "max_listen_streams_per_principal",
             Limit::MaxUpstreamChildren => "max_upstream_children",
             Limit::StderrLineBytes => "stderr_line_bytes",
+            Limit::UpstreamMessageBytes => "upstream_max_message_bytes",
         }
     }
 }

@@ -27,6 +27,7 @@ mod child;
 mod http;
 mod offer;
 mod resolve;
+mod route;
 mod routing;
 mod slot;
 pub mod supervisor;
@@ -128,7 +129,14 @@ impl Gateway {
         let mut upstreams = Vec::new();
         let mut errors = Vec::new();
         for (index, entry) in config.upstreams.iter().enumerate() {
-            match resolve::resolve(index, entry, &config.gateway, base_dir, supervisor.clone()) {
+            match resolve::resolve(
+                index,
+                entry,
+                &config.gateway,
+                base_dir,
+                supervisor.clone(),
+                &metrics,
+            ) {
                 Ok(upstream) => upstreams.push(upstream),
                 Err(mut e) => errors.append(&mut e),
             }

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use super::child::ChildSpec;
 use super::{Transport, Upstream, http};
-use crate::config::upstreams::{GatewaySection, UpstreamConfig};
+use crate::config::upstreams::{GatewaySection, UpstreamConfig, UpstreamScope};
+use crate::metrics::Metrics;
 use crate::providers::ProviderError;
 use crate::providers::placeholders::expand_env;
 
@@ -15,6 +16,7 @@ pub(super) fn resolve(
     gateway: &GatewaySection,
     base_dir: &Path,
     supervisor: Option<PathBuf>,
+    metrics: &Arc<Metrics>,
 ) -> Result<Upstream, Vec<ProviderError>> {
     let key = |k: &str| format!("upstreams[{index}].{k}");
     let mut errors = Vec::new();
@@ -83,6 +85,10 @@ pub(super) fn resolve(
                 url,
                 headers,
                 max_message_bytes: gateway.max_message_bytes,
+                call_timeout: entry.call_timeout,
+                startup_timeout: entry.startup_timeout,
+                shared: entry.scope == UpstreamScope::Shared,
+                metrics: Arc::clone(metrics),
             }))
         }
     };

@@ -11,10 +11,11 @@
 //! - `notifications/progress` carries the progress token this connection put on the
 //!   request (the request's own id), so it goes to exactly that call;
 //! - `notifications/message` and the upstream's own requests (elicitation, sampling,
-//!   roots) carry no such link on stdio, so they go to the most recent call still in
-//!   flight on this connection; with none, a log message is dropped and a request refused.
-//!   On a connection several principals share over stdio, neither is relayed (see
-//!   [`Relay`]).
+//!   roots) go to the caller the transport's [`Route`] names (see `route.rs`): on stdio,
+//!   which has no per-request link, the most recent call in flight on this connection; on
+//!   Streamable HTTP, the call whose POST stream carried them. With none, a log message is
+//!   dropped and a request refused. On a connection several principals share over stdio,
+//!   neither is relayed (see [`Relay`]).
 //! - `*/list_changed` and `resources/updated` go to the connection's [`Events`] hook.
 
 use std::collections::HashMap;
@@ -29,8 +30,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use super::routing::{Events, Ignored, Relay};
+use super::route::{self, Incoming, Route};
 use crate::context::{ClientRequestError, RequestContext};
-use crate::jsonrpc::{self, Message, RequestId, RpcError, codes};
+use crate::jsonrpc::{self, Message, RequestId, RpcError};
 use crate::protocol::LogLevel;
 
 /// Why a request to the upstream got no result.
@@ -95,8 +97,8 @@ pub(crate) struct Io<W, R> {
 impl Connection {
     /// Starts the connection task over `io`. `describe_end` says why the upstream's output
     /// ended (an exit status, the last stderr lines), for the errors of calls in flight.
-    /// `relay` says where the upstream's log messages and requests may go.
-    pub fn start<W, R>(
+    /// `relay` says where the upstream's unlinked log messages and requests may go.
+    pub fn start<W, R, M>(
         io: Io<W, R>,
         events: Arc<dyn Events>,
         describe_end: impl FnOnce() -> String + Send + 'static,
@@ -104,7 +106,8 @@ impl Connection {
     ) -> Connection
     where
         W: futures_util::Sink<Bytes, Error = std::io::Error> + Send + Unpin + 'static,
-        R: futures_util::Stream<Item = std::io::Result<Bytes>> + Send + Unpin + 'static,
+        R: futures_util::Stream<Item = std::io::Result<M>> + Send + Unpin + 'static,
+        M: Into<Incoming> + Send,
     {
         let (tx, rx) = mpsc::channel(256);
         let (out_tx, out_rx) = mpsc::channel::<Bytes>(256);
@@ -277,9 +280,10 @@ struct Task {
 }
 
 impl Task {
-    async fn run<R>(mut self, mut source: R)
+    async fn run<R, M>(mut self, mut source: R)
     where
-        R: futures_util::Stream<Item = std::io::Result<Bytes>> + Unpin,
+        R: futures_util::Stream<Item = std::io::Result<M>> + Unpin,
+        M: Into<Incoming> + Send,
     {
         loop {
             tokio::select! {
@@ -288,7 +292,7 @@ impl Task {
                     None => break,
                 },
                 message = source.next() => match message {
-                    Some(Ok(bytes)) => self.on_message(&bytes).await,
+                    Some(Ok(message)) => self.on_message(message.into()).await,
                     Some(Err(e)) => {
                         tracing::debug!(error = %e, "upstream output ended with an error");
                         break;
@@ -353,21 +357,19 @@ impl Task {
         }
     }
 
-    /// The most recent call in flight that serves a client request; none when the
-    /// connection relays nothing unlinked.
-    fn latest_call(&self) -> Option<RequestContext> {
-        if self.relay == Relay::Never {
+    /// The client request a message that came by `route` may reach, if any: none for an
+    /// unlinked message on a connection that relays nothing unlinked.
+    fn caller(&self, route: Route) -> Option<RequestContext> {
+        if self.relay == Relay::Never && route == Route::Latest {
             return None;
         }
-        self.pending
-            .iter()
-            .filter_map(|(id, w)| w.ctx.as_ref().map(|ctx| (*id, ctx)))
-            .max_by_key(|(id, _)| *id)
-            .map(|(_, ctx)| ctx.clone())
+        let calls = self.pending.iter().filter(|(_, w)| w.ctx.is_some());
+        let id = route.pick(calls.map(|(id, _)| *id))?;
+        self.pending.get(&id).and_then(|w| w.ctx.clone())
     }
 
-    async fn on_message(&mut self, bytes: &[u8]) {
-        let message = match jsonrpc::decode_body(bytes) {
+    async fn on_message(&mut self, Incoming { bytes, route }: Incoming) {
+        let message = match jsonrpc::decode_body(&bytes) {
             Ok(jsonrpc::Body::Single(message)) => message,
             Ok(jsonrpc::Body::Batch(_)) | Err(_) => {
                 tracing::debug!(
@@ -388,13 +390,13 @@ impl Task {
                         .send(response.outcome.map_err(UpstreamError::Rpc));
                 }
             }
-            Message::Notification(n) => self.on_notification(&n.method, n.params).await,
-            Message::Request(request) => self.on_request(request).await,
+            Message::Notification(n) => self.on_notification(&n.method, n.params, route).await,
+            Message::Request(request) => self.on_request(request, route).await,
         }
     }
 
     /// Delivered before the next message is read: in order, and before the response.
-    async fn on_notification(&mut self, method: &str, params: Option<Value>) {
+    async fn on_notification(&mut self, method: &str, params: Option<Value>, route: Route) {
         let params = params.unwrap_or(Value::Null);
         match method {
             "notifications/progress" => {
@@ -416,8 +418,9 @@ impl Task {
                 ctx.progress(progress, total, message.as_deref()).await;
             }
             "notifications/message" => {
-                let Some(ctx) = self.latest_call() else {
+                let Some(ctx) = self.caller(route) else {
                     self.relay.dropped_log();
+                    route::log_dropped(route);
                     return;
                 };
                 let Ok(level) = serde_json::from_value::<LogLevel>(params["level"].clone()) else {
@@ -438,7 +441,7 @@ impl Task {
         }
     }
 
-    async fn on_request(&mut self, request: jsonrpc::Request) {
+    async fn on_request(&mut self, request: jsonrpc::Request, route: Route) {
         let jsonrpc::Request { id, method, params } = request;
         let forwarded: Option<&'static str> = match method.as_str() {
             "elicitation/create" => Some("elicitation/create"),
@@ -453,17 +456,11 @@ impl Task {
                 .await;
             return;
         }
-        let (Some(method), Some(ctx)) = (forwarded, self.latest_call()) else {
-            let error = if let Some(refusal) = self.relay.refusal(&method, forwarded) {
-                refusal
-            } else if forwarded.is_some() {
-                RpcError::new(
-                    codes::INVALID_REQUEST,
-                    format!("{method} reached the gateway with no client request in flight to ask"),
-                )
-            } else {
-                RpcError::method_not_found(&method)
-            };
+        let (Some(method), Some(ctx)) = (forwarded, self.caller(route)) else {
+            let error = self
+                .relay
+                .refusal(&method, forwarded)
+                .unwrap_or_else(|| route::refusal(&method, forwarded.is_some(), route));
             let _ = self
                 .out
                 .send(jsonrpc::encode_response(Some(&id), &Err(error)))
