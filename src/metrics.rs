@@ -30,7 +30,7 @@ use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
 
 pub use histogram::DurationHistogram;
-pub use labels::{ClientRequestEnd, Era, Limit, MethodLabel, SessionEnd};
+pub use labels::{ClientRequestEnd, Era, Limit, MethodLabel, ReloadOutcome, SessionEnd};
 
 type Labels = [(&'static str, &'static str); 3];
 type DurationLabels = [(&'static str, &'static str); 2];
@@ -63,7 +63,7 @@ pub struct Metrics {
     sse_events_replayed: Counter,
     sse_replay_misses: Counter,
     limit_rejections: [Counter; Limit::ALL.len()],
-    reloads: [Counter; 2],
+    reloads: [Counter; 3],
 }
 
 impl std::fmt::Debug for Metrics {
@@ -189,7 +189,11 @@ impl Metrics {
             family,
         );
         let family = Family::default();
-        let reloads = labelled(&family, "outcome", ["ok", "failed"]);
+        let reloads = labelled(
+            &family,
+            "outcome",
+            ReloadOutcome::ALL.map(ReloadOutcome::label),
+        );
         r.register(
             "mcp_config_reloads",
             "Configuration reloads, by outcome",
@@ -327,8 +331,8 @@ impl Metrics {
         self.limit_rejections[limit as usize].inc();
     }
 
-    pub fn config_reloaded(&self, ok: bool) {
-        self.reloads[usize::from(!ok)].inc();
+    pub fn config_reloaded(&self, outcome: ReloadOutcome) {
+        self.reloads[outcome as usize].inc();
     }
 }
 

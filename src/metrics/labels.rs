@@ -217,3 +217,31 @@ impl MethodLabel {
         MethodLabel(index)
     }
 }
+
+/// How a configuration reload ended (`mcp_config_reloads_total{outcome}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReloadOutcome {
+    /// Everything the new file changed is in effect.
+    Ok,
+    /// Rejected: the running configuration stays as it was.
+    Failed,
+    /// Taken, but some changed tables (such as `[auth]`) keep their startup values until a
+    /// restart; an operator who reads `ok` would believe the change is live.
+    NeedsRestart,
+}
+
+impl ReloadOutcome {
+    pub const ALL: [ReloadOutcome; 3] = [
+        ReloadOutcome::Ok,
+        ReloadOutcome::Failed,
+        ReloadOutcome::NeedsRestart,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            ReloadOutcome::Ok => "ok",
+            ReloadOutcome::Failed => "failed",
+            ReloadOutcome::NeedsRestart => "needs_restart",
+        }
+    }
+}
