@@ -60,6 +60,9 @@ pub struct Metrics {
     client_requests_pending: Gauge,
     client_requests: [Counter; ClientRequestEnd::ALL.len()],
     sse_streams_open: Gauge,
+    /// Also the server-wide replay budget's count (`replay.max_bytes`): each session's logs
+    /// charge and credit it, one atomic add, so sessions share no lock.
+    replay_bytes: Gauge,
     sse_events_replayed: Counter,
     sse_replay_misses: Counter,
     limit_rejections: [Counter; Limit::ALL.len()],
@@ -169,6 +172,12 @@ impl Metrics {
             "SSE responses open",
             sse_streams_open.clone(),
         );
+        let replay_bytes = Gauge::default();
+        r.register(
+            "mcp_replay_bytes",
+            "Bytes of event data held in replay logs, every session together",
+            replay_bytes.clone(),
+        );
         let sse_events_replayed = Counter::default();
         r.register(
             "mcp_sse_events_replayed",
@@ -220,6 +229,7 @@ impl Metrics {
             client_requests_pending,
             client_requests,
             sse_streams_open,
+            replay_bytes,
             sse_events_replayed,
             sse_replay_misses,
             limit_rejections,
@@ -308,6 +318,21 @@ impl Metrics {
     /// Counts an SSE response as open until the guard drops (with its body).
     pub fn sse_stream_open(&self) -> Running {
         Running::start(&self.sse_streams_open)
+    }
+
+    pub fn replay_bytes_charge(&self, bytes: usize) {
+        self.replay_bytes
+            .inc_by(i64::try_from(bytes).unwrap_or(i64::MAX));
+    }
+
+    pub fn replay_bytes_credit(&self, bytes: usize) {
+        self.replay_bytes
+            .dec_by(i64::try_from(bytes).unwrap_or(i64::MAX));
+    }
+
+    /// Bytes held in every session's replay logs.
+    pub fn replay_bytes(&self) -> usize {
+        usize::try_from(self.replay_bytes.get()).unwrap_or(0)
     }
 
     pub fn client_request_sent(&self) {

@@ -142,10 +142,14 @@ pub enum Limit {
     PrincipalListenStreams,
     /// `gateway.max_children` or `max_children_per_session`: an upstream was not started.
     MaxUpstreamChildren,
+    /// `replay.max_bytes_per_session` or `replay.max_bytes`: replay log events were dropped.
+    ReplayBytes,
+    /// `tasks.max_bytes`: finished tasks' results were dropped.
+    TaskBytes,
 }
 
 impl Limit {
-    pub const ALL: [Limit; 25] = [
+    pub const ALL: [Limit; 27] = [
         Limit::MaxBodyBytes,
         Limit::MaxInFlight,
         Limit::ModernMaxInFlight,
@@ -171,6 +175,8 @@ impl Limit {
         Limit::MaxConnectionsPerIp,
         Limit::PrincipalListenStreams,
         Limit::MaxUpstreamChildren,
+        Limit::ReplayBytes,
+        Limit::TaskBytes,
     ];
 
     pub fn label(self) -> &'static str {
@@ -200,6 +206,8 @@ impl Limit {
             Limit::MaxConnectionsPerIp => "max_connections_per_ip",
             Limit::PrincipalListenStreams => "max_listen_streams_per_principal",
             Limit::MaxUpstreamChildren => "max_upstream_children",
+            Limit::ReplayBytes => "replay_bytes",
+            Limit::TaskBytes => "task_bytes",
         }
     }
 }
