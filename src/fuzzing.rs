@@ -101,6 +101,8 @@ impl SessionStreams {
         let rules = StreamRules {
             max_events: max_events.max(1),
             max_finished,
+            max_bytes_per_session: usize::MAX,
+            max_bytes: usize::MAX,
             connection_buffer: 4,
             response_mode: if sse_only {
                 ResponseMode::Sse

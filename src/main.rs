@@ -132,6 +132,7 @@ fn main() -> anyhow::Result<()> {
         None => {}
     }
     let loaded = LoadedConfig::read(cli.config.as_deref())?;
+    withhold_token_env(&loaded);
     init_logging(cli.log_format.unwrap_or(loaded.config.log.format));
     // Process-wide, so set once here, before any command tool runs: orphaned descendants of
     // command tools re-parent to this process, which kills and reaps them (see
@@ -145,6 +146,19 @@ fn main() -> anyhow::Result<()> {
     // drained already, so whatever still runs is abandoned.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     served
+}
+
+/// Takes the static tokens' `token_env` variables out of the environment, which every
+/// child (stdio upstreams, command tools without `env_clear`) inherits; the server keeps
+/// their values in memory (`auth::withhold_token_env`).
+fn withhold_token_env(loaded: &LoadedConfig) {
+    for var in mcp_actor::auth::withhold_token_env(loaded.config.auth.as_ref()) {
+        // SAFETY: `remove_var` races only with another thread reading or writing the
+        // environment. This runs in `main` before the tokio runtime is built, the first
+        // thread this process starts (nothing before it spawns one: argument parsing and
+        // reading the configuration file are on this thread), so no other thread exists.
+        unsafe { std::env::remove_var(&var) };
+    }
 }
 
 /// Logs to standard error, filtered by `RUST_LOG` (default `info`).

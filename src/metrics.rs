@@ -30,7 +30,7 @@ use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
 
 pub use histogram::DurationHistogram;
-pub use labels::{ClientRequestEnd, Era, Limit, MethodLabel, SessionEnd};
+pub use labels::{ClientRequestEnd, Era, Limit, MethodLabel, ReloadOutcome, SessionEnd};
 
 type Labels = [(&'static str, &'static str); 3];
 type DurationLabels = [(&'static str, &'static str); 2];
@@ -60,10 +60,13 @@ pub struct Metrics {
     client_requests_pending: Gauge,
     client_requests: [Counter; ClientRequestEnd::ALL.len()],
     sse_streams_open: Gauge,
+    /// Also the server-wide replay budget's count (`replay.max_bytes`): each session's logs
+    /// charge and credit it, one atomic add, so sessions share no lock.
+    replay_bytes: Gauge,
     sse_events_replayed: Counter,
     sse_replay_misses: Counter,
     limit_rejections: [Counter; Limit::ALL.len()],
-    reloads: [Counter; 2],
+    reloads: [Counter; 3],
 }
 
 impl std::fmt::Debug for Metrics {
@@ -169,6 +172,12 @@ impl Metrics {
             "SSE responses open",
             sse_streams_open.clone(),
         );
+        let replay_bytes = Gauge::default();
+        r.register(
+            "mcp_replay_bytes",
+            "Bytes of event data held in replay logs, every session together",
+            replay_bytes.clone(),
+        );
         let sse_events_replayed = Counter::default();
         r.register(
             "mcp_sse_events_replayed",
@@ -189,7 +198,11 @@ impl Metrics {
             family,
         );
         let family = Family::default();
-        let reloads = labelled(&family, "outcome", ["ok", "failed"]);
+        let reloads = labelled(
+            &family,
+            "outcome",
+            ReloadOutcome::ALL.map(ReloadOutcome::label),
+        );
         r.register(
             "mcp_config_reloads",
             "Configuration reloads, by outcome",
@@ -216,6 +229,7 @@ impl Metrics {
             client_requests_pending,
             client_requests,
             sse_streams_open,
+            replay_bytes,
             sse_events_replayed,
             sse_replay_misses,
             limit_rejections,
@@ -306,6 +320,21 @@ impl Metrics {
         Running::start(&self.sse_streams_open)
     }
 
+    pub fn replay_bytes_charge(&self, bytes: usize) {
+        self.replay_bytes
+            .inc_by(i64::try_from(bytes).unwrap_or(i64::MAX));
+    }
+
+    pub fn replay_bytes_credit(&self, bytes: usize) {
+        self.replay_bytes
+            .dec_by(i64::try_from(bytes).unwrap_or(i64::MAX));
+    }
+
+    /// Bytes held in every session's replay logs.
+    pub fn replay_bytes(&self) -> usize {
+        usize::try_from(self.replay_bytes.get()).unwrap_or(0)
+    }
+
     pub fn client_request_sent(&self) {
         self.client_requests_pending.inc();
     }
@@ -327,8 +356,8 @@ impl Metrics {
         self.limit_rejections[limit as usize].inc();
     }
 
-    pub fn config_reloaded(&self, ok: bool) {
-        self.reloads[usize::from(!ok)].inc();
+    pub fn config_reloaded(&self, outcome: ReloadOutcome) {
+        self.reloads[outcome as usize].inc();
     }
 }
 

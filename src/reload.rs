@@ -18,6 +18,7 @@ use notify::{RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
 use crate::config::Config;
+use crate::metrics::ReloadOutcome;
 use crate::providers::{LoadedConfig, ProviderRuntime, ResourceWatcher};
 use crate::server::Server;
 
@@ -50,14 +51,15 @@ impl Reloader {
     }
 
     /// Reloads now. Returns whether the new configuration was taken; either way it counts
-    /// in `mcp_config_reloads_total`.
+    /// in `mcp_config_reloads_total`, as `needs_restart` when some of what changed waits
+    /// for a restart.
     pub fn reload(&mut self) -> bool {
-        let taken = self.try_reload();
-        self.server.metrics().config_reloaded(taken);
-        taken
+        let outcome = self.try_reload();
+        self.server.metrics().config_reloaded(outcome);
+        outcome != ReloadOutcome::Failed
     }
 
-    fn try_reload(&mut self) -> bool {
+    fn try_reload(&mut self) -> ReloadOutcome {
         let loaded = LoadedConfig::read(Some(&self.path));
         let built = loaded.and_then(|l| l.build(&self.runtime).map(|p| (l, p)));
         let (loaded, provided) = match built {
@@ -66,13 +68,14 @@ impl Reloader {
                 tracing::error!(
                     "configuration reload rejected; the running configuration stays:\n{e}"
                 );
-                return false;
+                return ReloadOutcome::Failed;
             }
         };
         for warning in &provided.warnings {
             tracing::warn!("{warning}");
         }
-        for table in tables_needing_restart(&self.started, &loaded.config) {
+        let waiting = tables_needing_restart(&self.started, &loaded.config);
+        for table in &waiting {
             tracing::warn!(
                 table,
                 "[{table}] changed in {}; it takes effect only after a restart",
@@ -91,13 +94,17 @@ impl Reloader {
                 tracing::error!(
                     "configuration reload rejected; the running configuration stays: {e}"
                 );
-                return false;
+                return ReloadOutcome::Failed;
             }
         }
         // The new watcher starts before the old one stops, so no change falls in between.
         let watcher = ResourceWatcher::start(self.server.events(), provided.watch);
         self.resources = watcher;
-        true
+        if waiting.is_empty() {
+            ReloadOutcome::Ok
+        } else {
+            ReloadOutcome::NeedsRestart
+        }
     }
 }
 

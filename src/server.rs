@@ -398,7 +398,7 @@ impl ServerBuilder {
             identity,
             events: Arc::clone(&events),
             request_state,
-            tasks: TaskStore::new(config.tasks.clone()),
+            tasks: TaskStore::new(config.tasks.clone(), Arc::clone(&metrics)),
             listen_permits: Arc::new(Semaphore::new(config.modern.max_listen_streams)),
             call_permits: Arc::new(Semaphore::new(config.modern.max_in_flight)),
             principal_calls: KeyedCounts::default(),

@@ -219,3 +219,66 @@ command = ["mcp-actor-no-such-program"]
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines, expected, "{stderr}");
 }
+
+/// The example's `pixel` resource is a whole PNG an inspector can draw: the signature, then
+/// IHDR (1x1), IDAT and IEND chunks, each with a CRC-32 that verifies.
+#[tokio::test]
+async fn example_pixel_is_a_valid_one_by_one_png() {
+    use base64::Engine;
+    let server = TestServer::with_config_file(&shipped("example.toml"), &[]);
+    let session = server.client().connect().await;
+    let read = session
+        .call(
+            json!(1),
+            "resources/read",
+            json!({ "uri": "example://pixel" }),
+        )
+        .await;
+    let blob = read["contents"][0]["blob"].as_str().unwrap_or_default();
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(blob)
+        .unwrap_or_default();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{} bytes", png.len());
+    let mut chunks = Vec::new();
+    let mut at = 8;
+    while at + 12 <= png.len() {
+        let len = u32::from_be_bytes(png[at..at + 4].try_into().unwrap_or_default()) as usize;
+        let Some(typed) = png.get(at + 4..at + 8 + len) else {
+            break;
+        };
+        let Some(crc) = png.get(at + 8 + len..at + 12 + len) else {
+            break;
+        };
+        assert_eq!(crc32(typed).to_be_bytes(), crc, "chunk at {at}");
+        chunks.push((
+            String::from_utf8_lossy(&typed[..4]).into_owned(),
+            typed[4..].to_vec(),
+        ));
+        at += 12 + len;
+    }
+    let names: Vec<&str> = chunks.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        ["IHDR", "IDAT", "IEND"],
+        "{} bytes: {blob}",
+        png.len()
+    );
+    assert_eq!(&chunks[0].1[..8], &[0, 0, 0, 1, 0, 0, 0, 1], "1x1");
+    assert_eq!(at, png.len(), "nothing after IEND");
+}
+
+/// CRC-32 (ISO 3309), as PNG chunks carry it.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}

@@ -4,12 +4,19 @@
 //! Keys are cached by `kid`. A token naming a key the cache lacks refreshes the JWKS, at
 //! most once per `refresh_cooldown`, so a key rotation needs no restart and a flood of
 //! made-up `kid`s costs one fetch per cooldown. Fetches are bounded in time and size.
+//!
+//! Every check reads the keys through an [`ArcSwap`], never a lock: a fetch can take up to
+//! `fetch_timeout`, and only the requests whose key is missing may wait for it. Those
+//! queue on one refresh mutex (single flight): the first fetches, and the ones that queued
+//! behind it look again at what it stored instead of fetching once more.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use arc_swap::ArcSwap;
 use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
@@ -26,10 +33,18 @@ enum Source {
     File(PathBuf),
 }
 
+type Key = Arc<(DecodingKey, Option<Algorithm>)>;
+
+#[derive(Default)]
 struct Keys {
-    by_kid: HashMap<String, Arc<(DecodingKey, Option<Algorithm>)>>,
+    by_kid: HashMap<String, Key>,
     /// A key without `kid`, used for tokens without one when it is the only key.
-    only: Option<Arc<(DecodingKey, Option<Algorithm>)>>,
+    only: Option<Key>,
+}
+
+/// What the refresh mutex guards: when the JWKS was last fetched.
+#[derive(Default)]
+struct Refreshes {
     fetched: Option<Instant>,
 }
 
@@ -41,7 +56,11 @@ pub(super) struct JwtVerifier {
     cooldown: Duration,
     source: Source,
     http: reqwest::Client,
-    keys: Mutex<Keys>,
+    keys: ArcSwap<Keys>,
+    refresh: Mutex<Refreshes>,
+    /// Fetches ended, read before queueing on `refresh`: a change means a fetch ran while
+    /// the request queued, so it looks at that fetch's keys rather than fetching again.
+    fetches: AtomicU64,
 }
 
 /// The claims read beyond what `jsonwebtoken` checks.
@@ -97,18 +116,16 @@ impl JwtVerifier {
             cooldown: config.refresh_cooldown,
             source,
             http,
-            keys: Mutex::new(Keys {
-                by_kid: HashMap::new(),
-                only: None,
-                fetched: None,
-            }),
+            keys: ArcSwap::from_pointee(Keys::default()),
+            refresh: Mutex::new(Refreshes::default()),
+            fetches: AtomicU64::new(0),
         })
     }
 
     /// Loads the keys once before serving, so a broken JWKS shows at startup.
     pub async fn prime(&self) -> Result<(), String> {
-        let mut keys = self.keys.lock().await;
-        self.refresh(&mut keys).await
+        let mut refreshes = self.refresh.lock().await;
+        self.refresh(&mut refreshes).await
     }
 
     /// Verifies `token` and returns its principal, or why it is refused.
@@ -146,29 +163,29 @@ impl JwtVerifier {
             .collect();
         scopes.extend(claims.scp.unwrap_or_default());
         Ok(Principal {
-            // Issuer, subject and client together: the same subject through another client
-            // is another principal.
-            key: Arc::from(format!(
-                "jwt:{}\u{1f}{}\u{1f}{client}",
-                self.issuer, claims.sub
-            )),
+            key: principal_key(&self.issuer, &claims.sub, &client),
             name: Arc::from(claims.sub.as_str()),
             scopes: Arc::new(scopes),
         })
     }
 
-    async fn key(
-        &self,
-        kid: Option<&str>,
-    ) -> Result<Arc<(DecodingKey, Option<Algorithm>)>, String> {
-        let mut keys = self.keys.lock().await;
-        if let Some(key) = lookup(&keys, kid) {
+    async fn key(&self, kid: Option<&str>) -> Result<Key, String> {
+        if let Some(key) = lookup(&self.keys.load(), kid) {
             return Ok(key);
         }
-        let cooled = keys.fetched.is_none_or(|at| at.elapsed() >= self.cooldown);
-        if cooled {
-            self.refresh(&mut keys).await?;
-            if let Some(key) = lookup(&keys, kid) {
+        let seen = self.fetches.load(Ordering::Acquire);
+        let mut refreshes = self.refresh.lock().await;
+        // Another request's fetch may have brought the key while this one queued.
+        if let Some(key) = lookup(&self.keys.load(), kid) {
+            return Ok(key);
+        }
+        let fetched_meanwhile = seen != self.fetches.load(Ordering::Acquire);
+        let cooled = refreshes
+            .fetched
+            .is_none_or(|at| at.elapsed() >= self.cooldown);
+        if cooled && !fetched_meanwhile {
+            self.refresh(&mut refreshes).await?;
+            if let Some(key) = lookup(&self.keys.load(), kid) {
                 return Ok(key);
             }
         }
@@ -180,8 +197,15 @@ impl JwtVerifier {
         })
     }
 
-    async fn refresh(&self, keys: &mut Keys) -> Result<(), String> {
-        keys.fetched = Some(Instant::now());
+    /// Fetches the JWKS and publishes its keys; `refreshes` is the held refresh mutex.
+    async fn refresh(&self, refreshes: &mut Refreshes) -> Result<(), String> {
+        refreshes.fetched = Some(Instant::now());
+        let fetched = self.fetch_keys().await;
+        self.fetches.fetch_add(1, Ordering::Release);
+        fetched
+    }
+
+    async fn fetch_keys(&self) -> Result<(), String> {
         let text = match &self.source {
             Source::File(path) => tokio::fs::read_to_string(path)
                 .await
@@ -204,12 +228,12 @@ impl JwtVerifier {
                 None => unnamed.push(entry),
             }
         }
-        keys.only = match (by_kid.len(), unnamed.len()) {
+        let only = match (by_kid.len(), unnamed.len()) {
             (0, 1) => unnamed.pop(),
             (1, 0) => by_kid.values().next().cloned(),
             _ => None,
         };
-        keys.by_kid = by_kid;
+        self.keys.store(Arc::new(Keys { by_kid, only }));
         Ok(())
     }
 
@@ -240,7 +264,19 @@ impl JwtVerifier {
     }
 }
 
-fn lookup(keys: &Keys, kid: Option<&str>) -> Option<Arc<(DecodingKey, Option<Algorithm>)>> {
+/// Issuer, subject and client together: the same subject through another client is another
+/// principal. Each field is prefixed with its length in bytes, so the fields stay apart
+/// whatever they contain: with a separator character, a claim holding that character
+/// made two principals one key.
+fn principal_key(issuer: &str, sub: &str, client: &str) -> Arc<str> {
+    let mut key = String::from("jwt:");
+    for field in [issuer, sub, client] {
+        key.push_str(&format!("{}:{field}", field.len()));
+    }
+    Arc::from(key)
+}
+
+fn lookup(keys: &Keys, kid: Option<&str>) -> Option<Key> {
     match kid {
         Some(kid) => keys.by_kid.get(kid).cloned(),
         None => keys.only.clone(),

@@ -12,6 +12,7 @@ mod jwt;
 mod tokens;
 
 pub use counts::{KeyedCounts, KeyedSlot};
+pub use tokens::withhold_token_env;
 
 use std::collections::BTreeSet;
 use std::path::Path;

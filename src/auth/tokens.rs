@@ -3,15 +3,54 @@
 //! Only SHA-256 digests are kept. A presented token is hashed and compared with every
 //! digest in constant time, so neither the comparison nor the number of tokens tried tells
 //! an attacker how close a guess came.
+//!
+//! The binary takes each `token_env` variable out of its environment at startup
+//! ([`withhold_token_env`]), before any thread or child exists: every child (stdio
+//! upstreams, command tools without `env_clear`) inherits the server's environment, and a
+//! token it could read would authenticate as that token's principal. The values stay here
+//! in memory, so a reload never needs the variables again.
 
+use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::Principal;
-use crate::config::auth::StaticTokenConfig;
+use crate::config::auth::{AuthSection, StaticTokenConfig};
+
+/// The `token_env` values taken out of the environment, by variable name.
+static WITHHELD: Mutex<BTreeMap<String, String>> = Mutex::new(BTreeMap::new());
+
+/// Keeps the value of every `token_env` variable of `section` that is set, for
+/// [`StaticTokens::load`] to read instead of the environment, and returns their names: the
+/// caller removes them from the process environment, which needs no other thread to be
+/// running (`std::env::remove_var` is `unsafe` for that reason), so only a `main` before
+/// its runtime can. An embedding program that leaves them set still works: `load` falls
+/// back to the environment.
+pub fn withhold_token_env(section: Option<&AuthSection>) -> Vec<String> {
+    let mut withheld = WITHHELD.lock().unwrap_or_else(PoisonError::into_inner);
+    let vars = section.into_iter().flat_map(|s| &s.tokens);
+    let vars = vars.filter_map(|t| t.token_env.as_ref());
+    let mut names = Vec::new();
+    for var in vars {
+        if let Ok(value) = std::env::var(var) {
+            withheld.insert(var.clone(), value);
+            names.push(var.clone());
+        }
+    }
+    names
+}
+
+/// The token in `var`: the value withheld at startup, else the environment's.
+fn token_from_env(var: &str) -> Option<String> {
+    let withheld = WITHHELD.lock().unwrap_or_else(PoisonError::into_inner);
+    withheld
+        .get(var)
+        .cloned()
+        .or_else(|| std::env::var(var).ok())
+}
 
 /// Tokens shorter than this are refused at startup: a bearer token must not be guessable.
 const MIN_TOKEN_BYTES: usize = 16;
@@ -26,7 +65,7 @@ impl StaticTokens {
         let mut entries = Vec::with_capacity(configs.len());
         for (i, config) in configs.iter().enumerate() {
             let secret = match (&config.token_env, &config.token_file) {
-                (Some(var), _) => std::env::var(var).map_err(|_| {
+                (Some(var), _) => token_from_env(var).ok_or_else(|| {
                     format!(
                         "auth.tokens[{i}] ({}): environment variable {var} is not set",
                         config.principal

@@ -285,6 +285,12 @@ pub struct ReplaySection {
     pub max_events_per_stream: usize,
     /// Finished request streams kept per session for late resumption.
     pub max_finished_streams: usize,
+    /// Bytes of event data one session's replay logs hold at most; past it the oldest
+    /// finished streams, then the oldest events, are dropped.
+    pub max_bytes_per_session: usize,
+    /// Bytes of event data every session's replay logs hold together at most (the event
+    /// counts alone let a few sessions of large results fill the memory).
+    pub max_bytes: usize,
 }
 
 impl Default for ReplaySection {
@@ -292,6 +298,8 @@ impl Default for ReplaySection {
         ReplaySection {
             max_events_per_stream: 512,
             max_finished_streams: 16,
+            max_bytes_per_session: 16 * 1024 * 1024,
+            max_bytes: 256 * 1024 * 1024,
         }
     }
 }
@@ -397,6 +405,10 @@ pub struct TasksSection {
     /// `pollIntervalMs`: how often clients are asked to poll `tasks/get`.
     #[serde(with = "humantime_serde")]
     pub poll_interval: Duration,
+    /// Bytes of results every finished task holds together at most; past it the oldest
+    /// finished tasks' results are dropped (their `tasks/result` is an error naming this
+    /// key).
+    pub max_bytes: usize,
 }
 
 impl Default for TasksSection {
@@ -405,6 +417,7 @@ impl Default for TasksSection {
             max_tasks: 1024,
             ttl: Duration::from_secs(3600),
             poll_interval: Duration::from_millis(500),
+            max_bytes: 256 * 1024 * 1024,
         }
     }
 }

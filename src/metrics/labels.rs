@@ -146,10 +146,14 @@ pub enum Limit {
     StderrLineBytes,
     /// `gateway.max_message_bytes`: an HTTP upstream's reply was cut and its call failed.
     UpstreamMessageBytes,
+    /// `replay.max_bytes_per_session` or `replay.max_bytes`: replay log events were dropped.
+    ReplayBytes,
+    /// `tasks.max_bytes`: finished tasks' results were dropped.
+    TaskBytes,
 }
 
 impl Limit {
-    pub const ALL: [Limit; 27] = [
+    pub const ALL: [Limit; 29] = [
         Limit::MaxBodyBytes,
         Limit::MaxInFlight,
         Limit::ModernMaxInFlight,
@@ -177,6 +181,8 @@ impl Limit {
         Limit::MaxUpstreamChildren,
         Limit::StderrLineBytes,
         Limit::UpstreamMessageBytes,
+        Limit::ReplayBytes,
+        Limit::TaskBytes,
     ];
 
     pub fn label(self) -> &'static str {
@@ -208,6 +214,8 @@ impl Limit {
             Limit::MaxUpstreamChildren => "max_upstream_children",
             Limit::StderrLineBytes => "stderr_line_bytes",
             Limit::UpstreamMessageBytes => "upstream_max_message_bytes",
+            Limit::ReplayBytes => "replay_bytes",
+            Limit::TaskBytes => "task_bytes",
         }
     }
 }
@@ -223,5 +231,33 @@ impl MethodLabel {
 
     pub fn new(index: usize) -> Self {
         MethodLabel(index)
+    }
+}
+
+/// How a configuration reload ended (`mcp_config_reloads_total{outcome}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReloadOutcome {
+    /// Everything the new file changed is in effect.
+    Ok,
+    /// Rejected: the running configuration stays as it was.
+    Failed,
+    /// Taken, but some changed tables (such as `[auth]`) keep their startup values until a
+    /// restart; an operator who reads `ok` would believe the change is live.
+    NeedsRestart,
+}
+
+impl ReloadOutcome {
+    pub const ALL: [ReloadOutcome; 3] = [
+        ReloadOutcome::Ok,
+        ReloadOutcome::Failed,
+        ReloadOutcome::NeedsRestart,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            ReloadOutcome::Ok => "ok",
+            ReloadOutcome::Failed => "failed",
+            ReloadOutcome::NeedsRestart => "needs_restart",
+        }
     }
 }

@@ -25,6 +25,7 @@ fn every_metric_is_exported_before_anything_happens() {
         "mcp_limit_rejections_total{limit=\"max_body_bytes\"}",
         "mcp_limit_rejections_total{limit=\"idle_timeout\"}",
         "mcp_config_reloads_total{outcome=\"failed\"}",
+        "mcp_config_reloads_total{outcome=\"needs_restart\"}",
     ] {
         assert_eq!(sample(&text, series), Some(0.0), "{series} in\n{text}");
     }
@@ -97,7 +98,7 @@ fn gauges_follow_their_guards_and_counters_their_enums() {
     metrics.client_request_sent();
     metrics.client_request_ended(ClientRequestEnd::TimedOut);
     metrics.limit_hit(Limit::MailboxFull);
-    metrics.config_reloaded(false);
+    metrics.config_reloaded(ReloadOutcome::Failed);
     drop(tool);
     let text = metrics.encode_prometheus();
     for (series, value) in [

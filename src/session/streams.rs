@@ -9,6 +9,11 @@
 //!
 //! A stream's connection is a bounded channel. The actor never waits on it: a client that
 //! falls a whole buffer behind is disconnected and resumes from the log instead.
+//!
+//! Logs are bounded by events and by bytes (`[replay] max_bytes_per_session`, and
+//! `max_bytes` for all sessions: one atomic, the `mcp_replay_bytes` gauge, that each session
+//! charges and credits, so no lock is shared between actors). Past a budget the session
+//! drops its oldest finished streams, then the oldest events of the stream being written.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -17,7 +22,8 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 
 use crate::config::{Config, ResponseMode};
-use crate::metrics::Metrics;
+use crate::log_limit::warn_limited;
+use crate::metrics::{Limit, Metrics};
 
 /// Identifies a stream within its session.
 pub type StreamId = u32;
@@ -25,44 +31,9 @@ pub type StreamId = u32;
 /// The session's standalone GET stream.
 pub const GET_STREAM: StreamId = 0;
 
-/// One SSE event as the actor hands it to a connection.
-#[derive(Debug, Clone)]
-pub struct OutEvent {
-    pub stream: StreamId,
-    pub seq: u64,
-    pub data: Bytes,
-    /// A JSON-RPC response (as opposed to a notification or a server→client request).
-    pub is_response: bool,
-}
+mod event;
 
-impl OutEvent {
-    pub fn event_id(&self) -> String {
-        format_event_id(self.stream, self.seq)
-    }
-}
-
-/// A place in a stream, formatted as an SSE event id only if an SSE reply is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EventPosition {
-    pub stream: StreamId,
-    pub seq: u64,
-}
-
-impl EventPosition {
-    pub fn event_id(self) -> String {
-        format_event_id(self.stream, self.seq)
-    }
-}
-
-pub fn format_event_id(stream: StreamId, seq: u64) -> String {
-    format!("{stream}.{seq}")
-}
-
-/// Parses a `Last-Event-ID` minted by [`format_event_id`].
-pub fn parse_event_id(id: &str) -> Option<(StreamId, u64)> {
-    let (stream, seq) = id.trim().split_once('.')?;
-    Some((stream.parse().ok()?, seq.parse().ok()?))
-}
+pub use event::{EventPosition, OutEvent, format_event_id, parse_event_id};
 
 /// What a connection gets when it attaches to a stream: the events it missed, then live
 /// events until the stream ends (`live` is `None` when the stream has ended already).
@@ -81,7 +52,7 @@ pub enum ReplayError {
     #[error(
         "Last-Event-ID {id:?} is outside the replay window: events after it were discarded \
          (the window keeps the last {window} events of a stream and the last finished streams \
-         of a session, see [replay] in the configuration); resuming would silently lose \
+         of a session, within [replay] max_bytes_per_session and max_bytes); resuming would silently lose \
          messages, so the stream cannot be resumed — reissue the request"
     )]
     OutOfWindow { id: String, window: usize },
@@ -94,6 +65,8 @@ pub enum ReplayError {
 pub(crate) struct StreamRules {
     pub max_events: usize,
     pub max_finished: usize,
+    pub max_bytes_per_session: usize,
+    pub max_bytes: usize,
     pub connection_buffer: usize,
     pub response_mode: ResponseMode,
     /// The client's revision sends a priming event (2025-11-25): it learns an event id
@@ -106,6 +79,8 @@ impl StreamRules {
         StreamRules {
             max_events: config.replay.max_events_per_stream,
             max_finished: config.replay.max_finished_streams,
+            max_bytes_per_session: config.replay.max_bytes_per_session,
+            max_bytes: config.replay.max_bytes,
             connection_buffer: config.http.sse_connection_buffer,
             response_mode: config.http.response_mode,
             priming,
@@ -121,8 +96,17 @@ pub(crate) struct Streams {
     next: StreamId,
     finished: VecDeque<StreamId>,
     rules: StreamRules,
-    /// Counts replayed events and the resumptions the window no longer covers.
+    /// Event data bytes in this session's logs, charged to the server-wide total too.
+    bytes: usize,
+    /// Counts replayed events and the resumptions the window no longer covers, and holds
+    /// the server-wide byte total.
     metrics: Arc<Metrics>,
+}
+
+impl Drop for Streams {
+    fn drop(&mut self) {
+        self.metrics.replay_bytes_credit(self.bytes); // The session ended.
+    }
 }
 
 impl Streams {
@@ -132,6 +116,7 @@ impl Streams {
             next: GET_STREAM + 1,
             finished: VecDeque::new(),
             rules,
+            bytes: 0,
             metrics,
         }
     }
@@ -178,7 +163,68 @@ impl Streams {
             .streams
             .entry(id)
             .or_insert_with(|| Stream::new(0, true));
-        stream.push(id, data, is_response, self.rules.max_events)
+        let before = stream.bytes;
+        let healthy = stream.push(id, data, is_response, self.rules.max_events);
+        let after = stream.bytes;
+        self.recount(before, after);
+        if self.over_budget() {
+            self.shed(id);
+        }
+        healthy
+    }
+
+    /// Charges (or credits) a change of one stream's log from `before` to `after` bytes.
+    fn recount(&mut self, before: usize, after: usize) {
+        self.bytes = self.bytes + after - before;
+        match after.checked_sub(before) {
+            Some(grown) => self.metrics.replay_bytes_charge(grown),
+            None => self.metrics.replay_bytes_credit(before - after),
+        }
+    }
+
+    fn over_budget(&self) -> bool {
+        self.bytes > self.rules.max_bytes_per_session
+            || self.metrics.replay_bytes() > self.rules.max_bytes
+    }
+
+    /// Drops the oldest data until the logs fit the budgets: finished streams (oldest
+    /// first), then the oldest events of stream `id` but its newest, still being resumed.
+    fn shed(&mut self, id: StreamId) {
+        let (session_bytes, server_bytes) = (self.bytes, self.metrics.replay_bytes());
+        while self.over_budget() {
+            if let Some(old) = self.finished.pop_front() {
+                self.remove(old);
+                continue;
+            }
+            let Some(stream) = self.streams.get_mut(&id) else {
+                break;
+            };
+            let before = stream.bytes;
+            if !stream.drop_oldest() {
+                break;
+            }
+            let after = stream.bytes;
+            self.recount(before, after);
+        }
+        if self.bytes == session_bytes {
+            return; // Nothing could go: its one event is the newest.
+        }
+        self.metrics.limit_hit(Limit::ReplayBytes);
+        warn_limited!(
+            session_bytes,
+            server_bytes,
+            "replay logs over [replay] max_bytes_per_session ({}) or max_bytes ({}): the oldest \
+             events were dropped, and resuming from before them gets 410",
+            self.rules.max_bytes_per_session,
+            self.rules.max_bytes
+        );
+    }
+
+    /// Forgets stream `id` and its log.
+    fn remove(&mut self, id: StreamId) {
+        if let Some(stream) = self.streams.remove(&id) {
+            self.recount(stream.bytes, 0);
+        }
     }
 
     /// Counts one request of `id` as answered; ends the stream when none remain.
@@ -193,13 +239,13 @@ impl Streams {
         stream.finish();
         if !stream.resumable {
             // The client never saw an event id of this stream, so nobody can resume it.
-            self.streams.remove(&id);
+            self.remove(id);
             return;
         }
         self.finished.push_back(id);
         while self.finished.len() > self.rules.max_finished {
             if let Some(old) = self.finished.pop_front() {
-                self.streams.remove(&old);
+                self.remove(old);
             }
         }
     }
@@ -285,6 +331,8 @@ impl Streams {
     /// Ends every stream; connections close once their buffered events are read.
     pub fn close_all(&mut self) {
         self.streams.clear();
+        self.finished.clear();
+        self.recount(self.bytes, 0);
     }
 }
 
@@ -292,6 +340,7 @@ impl Streams {
 #[derive(Debug)]
 struct Stream {
     log: VecDeque<OutEvent>,
+    bytes: usize, // event data in `log`
     next_seq: u64,
     conn: Option<mpsc::Sender<OutEvent>>,
     /// Requests whose responses this stream still owes.
@@ -306,6 +355,7 @@ impl Stream {
     fn new(outstanding: u32, resumable: bool) -> Self {
         Stream {
             log: VecDeque::new(),
+            bytes: 0,
             next_seq: 1,
             conn: None,
             outstanding,
@@ -361,11 +411,26 @@ impl Stream {
                 healthy = false;
             }
         }
+        self.bytes += event.data.len();
         self.log.push_back(event);
         while self.log.len() > max_events {
-            self.log.pop_front();
+            self.pop_oldest();
         }
         healthy
+    }
+
+    fn pop_oldest(&mut self) {
+        let dropped = self.log.pop_front();
+        self.bytes -= dropped.map_or(0, |e| e.data.len());
+    }
+
+    /// Drops the oldest logged event, unless it is the only one; `false` when none was.
+    fn drop_oldest(&mut self) -> bool {
+        if self.log.len() <= 1 {
+            return false;
+        }
+        self.pop_oldest();
+        true
     }
 
     /// Attaches a new connection, replacing (and so closing) the previous one.
@@ -431,68 +496,4 @@ impl Stream {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    proptest::proptest! {
-        #[test]
-        fn every_event_id_round_trips(stream in proptest::num::u32::ANY, seq in proptest::num::u64::ANY) {
-            proptest::prop_assert_eq!(parse_event_id(&format_event_id(stream, seq)), Some((stream, seq)));
-        }
-
-        #[test]
-        fn any_last_event_id_parses_to_an_id_or_nothing(text in "\\PC{0,40}") {
-            if let Some((stream, seq)) = parse_event_id(&text) {
-                proptest::prop_assert_eq!(parse_event_id(&format_event_id(stream, seq)), Some((stream, seq)));
-            }
-        }
-    }
-
-    #[test]
-    fn event_ids_round_trip() {
-        assert_eq!(parse_event_id(&format_event_id(3, 17)), Some((3, 17)));
-        assert_eq!(parse_event_id("x"), None);
-        assert_eq!(parse_event_id("1.x"), None);
-    }
-
-    #[test]
-    fn events_are_logged_without_a_connection_and_replayed_after_the_cursor() {
-        let mut s = Stream::new(1, true);
-        for i in 0..5 {
-            s.push(2, Bytes::from(format!("{i}")), false, 10);
-        }
-        let replay = s.replay_after(2, 2, 10).unwrap();
-        assert_eq!(
-            replay.iter().map(|e| e.seq).collect::<Vec<_>>(),
-            vec![3, 4, 5]
-        );
-        assert!(s.replay_after(2, 0, 10).is_ok());
-    }
-
-    #[test]
-    fn a_cursor_older_than_the_window_is_an_error_not_a_partial_replay() {
-        let mut s = Stream::new(1, true);
-        for i in 0..10 {
-            s.push(1, Bytes::from(format!("{i}")), false, 4);
-        }
-        assert!(matches!(
-            s.replay_after(1, 2, 4),
-            Err(ReplayError::OutOfWindow { .. })
-        ));
-        assert_eq!(s.replay_after(1, 6, 4).unwrap().len(), 4);
-        assert!(matches!(
-            s.replay_after(1, 99, 4),
-            Err(ReplayError::Unknown(_))
-        ));
-    }
-
-    #[test]
-    fn a_slow_connection_is_dropped_not_waited_for() {
-        let mut s = Stream::new(1, true);
-        let _rx = s.attach(1);
-        assert!(s.push(1, Bytes::from_static(b"a"), false, 10));
-        assert!(!s.push(1, Bytes::from_static(b"b"), false, 10));
-        assert!(!s.has_live_connection());
-        assert_eq!(s.replay_after(1, 0, 10).unwrap().len(), 2);
-    }
-}
+mod tests;

@@ -192,3 +192,15 @@ async fn a_rotated_key_is_picked_up_and_made_up_kids_cost_one_refresh_per_cooldo
     assert_eq!(&*principal.name, "alice");
     assert!(f.verifier.verify(&sign(&old, &claims())).await.is_ok());
 }
+
+#[test]
+fn principal_keys_keep_their_fields_apart_whatever_they_contain() {
+    let one = principal_key(ISSUER, "x\u{1f}y", "z");
+    let two = principal_key(ISSUER, "x", "y\u{1f}z");
+    assert_ne!(one, two);
+    assert_ne!(principal_key("a", "bc", ""), principal_key("ab", "c", ""));
+    assert_eq!(
+        principal_key(ISSUER, "x", "y"),
+        principal_key(ISSUER, "x", "y")
+    );
+}

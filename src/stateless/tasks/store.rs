@@ -15,9 +15,15 @@
 //!   that entry's guard is still held. The run therefore cannot settle a task that is not in
 //!   the map yet, and a `tasks/get` right after the create reply finds it. The spawn itself
 //!   never blocks; a run that ends at once merely waits for the guard to drop.
+//!
+//! Results are bounded by bytes too (`[tasks] max_bytes`): a count alone let 40 large
+//! results hold 346 MB for their hour. Each stored result holds a [`ResultCharge`] on the
+//! server-wide total, credited when the result is dropped (the task expired, or it was
+//! evicted), and a settle past the budget drops the oldest finished tasks' results.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use dashmap::DashMap;
@@ -31,6 +37,8 @@ use tokio_util::sync::CancellationToken;
 use crate::config::TasksSection;
 use crate::features::Features;
 use crate::jsonrpc::{RequestId, RpcError};
+use crate::log_limit::warn_limited;
+use crate::metrics::{Limit, Metrics};
 use crate::protocol::ClientInfo;
 
 /// The states of a task (SEP-2663 "Task Status").
@@ -86,6 +94,8 @@ struct Task {
     input_requests: Map<String, Value>,
     /// The final result or protocol error (terminal statuses but `cancelled`).
     outcome: Option<Result<Value, RpcError>>,
+    /// The bytes `outcome` holds, charged to the store's total until it is dropped.
+    charge: Option<ResultCharge>,
     /// Which run may settle the task: a run of an older generation is ignored.
     generation: u64,
     cancel: CancellationToken,
@@ -125,11 +135,46 @@ impl Task {
 }
 
 /// Every task of the server, bounded by `[tasks] max_tasks`, each readable for `ttl`.
+/// A stored result's share of `tasks.max_bytes`, given back on drop.
+struct ResultCharge {
+    bytes: usize,
+    total: Arc<AtomicUsize>,
+}
+
+impl Drop for ResultCharge {
+    fn drop(&mut self) {
+        self.total.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
+}
+
+/// The length of `value` as JSON, without building the text.
+fn json_len(value: &impl Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
 pub(crate) struct TaskStore {
     tasks: DashMap<String, Task>,
     /// One permit per task that may exist; see the module docs.
     slots: Arc<Semaphore>,
     config: TasksSection,
+    /// Bytes of every stored result.
+    result_bytes: Arc<AtomicUsize>,
+    /// Ids of tasks with a stored result, oldest first: the eviction order. Touched once
+    /// per settle, never by `tasks/get`.
+    settled: Mutex<VecDeque<String>>,
+    metrics: Arc<Metrics>,
 }
 
 fn timestamp(time: SystemTime) -> String {
@@ -149,13 +194,21 @@ fn unknown_task(id: &str) -> RpcError {
 }
 
 impl TaskStore {
-    pub fn new(config: TasksSection) -> Self {
+    pub fn new(config: TasksSection, metrics: Arc<Metrics>) -> Self {
         let permits = config.max_tasks.min(Semaphore::MAX_PERMITS);
         TaskStore {
             tasks: DashMap::new(),
             slots: Arc::new(Semaphore::new(permits)),
             config,
+            result_bytes: Arc::default(),
+            settled: Mutex::default(),
+            metrics,
         }
+    }
+
+    /// Bytes of the results stored now.
+    pub fn result_bytes(&self) -> usize {
+        self.result_bytes.load(Ordering::Acquire)
     }
 
     /// Forgets the tasks whose ttl ran out, stopping those still running; each one's slot
@@ -163,6 +216,7 @@ impl TaskStore {
     pub fn expire(&self) {
         let now = SystemTime::now();
         let ttl = self.config.ttl;
+        let before = self.tasks.len();
         self.tasks.retain(|_, task| {
             let alive = task.created_at + ttl > now;
             if !alive {
@@ -170,6 +224,11 @@ impl TaskStore {
             }
             alive
         });
+        if self.tasks.len() < before {
+            // Expired ids leave the eviction order too, so it never outgrows the store.
+            let mut settled = self.settled.lock().unwrap_or_else(PoisonError::into_inner);
+            settled.retain(|id| self.tasks.contains_key(id));
+        }
     }
 
     /// Creates a `working` task for `call` and starts its first run with `spawn`; returns
@@ -207,6 +266,7 @@ impl TaskStore {
             answers,
             input_requests: Map::new(),
             outcome: None,
+            charge: None,
             generation: 0,
             cancel: CancellationToken::new(),
             run: None,
@@ -249,8 +309,56 @@ impl TaskStore {
         } else {
             TaskStatus::Failed
         };
+        let bytes = json_len(&outcome);
+        self.result_bytes.fetch_add(bytes, Ordering::AcqRel);
+        task.charge = Some(ResultCharge {
+            bytes,
+            total: Arc::clone(&self.result_bytes),
+        });
         task.outcome = Some(outcome);
         task.touch(status);
+        // The entry's guard must go before others are locked (a DashMap shard lock).
+        drop(task);
+        self.settled
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push_back(id.to_string());
+        self.evict_results(id);
+    }
+
+    /// Drops the oldest stored results until they fit `tasks.max_bytes`, never the one of
+    /// `newest` (just settled): its client has not read it yet.
+    fn evict_results(&self, newest: &str) {
+        let max = self.config.max_bytes;
+        let before = self.result_bytes();
+        let mut evicted = 0usize;
+        while self.result_bytes() > max {
+            let oldest = {
+                let mut settled = self.settled.lock().unwrap_or_else(PoisonError::into_inner);
+                match settled.front() {
+                    Some(id) if id != newest => settled.pop_front(),
+                    _ => None,
+                }
+            };
+            let Some(oldest) = oldest else { break };
+            if let Some(mut task) = self.tasks.get_mut(&oldest) {
+                task.outcome = Some(Err(RpcError::internal(format!(
+                    "the result of task {oldest} was dropped to keep finished tasks' results \
+                     within tasks.max_bytes ({max}); run the call again"
+                ))));
+                task.charge = None;
+                evicted += 1;
+            }
+        }
+        if evicted > 0 {
+            self.metrics.limit_hit(Limit::TaskBytes);
+            warn_limited!(
+                evicted,
+                bytes = before,
+                "task results over tasks.max_bytes ({max}): the oldest finished tasks' results \
+                 were dropped"
+            );
+        }
     }
 
     /// `tasks/get`: the task, with its result, error or input requests inlined (there is no

@@ -3,6 +3,10 @@
 use super::*;
 use crate::jsonrpc::codes;
 
+fn store_with(config: TasksSection) -> TaskStore {
+    TaskStore::new(config, Arc::new(Metrics::new("test", [])))
+}
+
 fn call() -> TaskCall {
     TaskCall {
         request_id: RequestId::Number(1),
@@ -40,7 +44,7 @@ fn stored(store: &TaskStore, status: TaskStatus, created_at: SystemTime) -> Stri
 
 #[tokio::test]
 async fn a_stale_run_never_overwrites_a_cancelled_task() {
-    let store = TaskStore::new(TasksSection::default());
+    let store = store_with(TasksSection::default());
     let id = stored(&store, TaskStatus::Working, SystemTime::now());
     store.cancel(&id, OWNER).unwrap();
     store.settle(&id, 1, Ok(json!({ "content": [] })), Map::new());
@@ -53,7 +57,7 @@ async fn a_stale_run_never_overwrites_a_cancelled_task() {
 
 #[tokio::test]
 async fn runs_settle_by_outcome_and_inputs() {
-    let store = TaskStore::new(TasksSection::default());
+    let store = store_with(TasksSection::default());
     let done = stored(&store, TaskStatus::Working, SystemTime::now());
     store.settle(&done, 1, Ok(json!({ "isError": true })), Map::new());
     assert_eq!(store.get(&done, OWNER).unwrap()["status"], "completed");
@@ -79,7 +83,7 @@ async fn runs_settle_by_outcome_and_inputs() {
 
 #[tokio::test]
 async fn expired_tasks_are_forgotten_and_unknown_ids_are_invalid_params() {
-    let store = TaskStore::new(TasksSection {
+    let store = store_with(TasksSection {
         ttl: Duration::from_secs(60),
         ..TasksSection::default()
     });
@@ -103,7 +107,7 @@ async fn expired_tasks_are_forgotten_and_unknown_ids_are_invalid_params() {
 
 #[tokio::test]
 async fn an_expired_task_gives_its_slot_back() {
-    let store = TaskStore::new(TasksSection {
+    let store = store_with(TasksSection {
         max_tasks: 1,
         ttl: Duration::from_secs(60),
         ..TasksSection::default()
@@ -126,7 +130,7 @@ async fn an_expired_task_gives_its_slot_back() {
 async fn concurrent_creates_never_exceed_max_tasks_and_are_findable_at_once() {
     const CREATES: usize = 64;
     const MAX_TASKS: usize = 8;
-    let store = Arc::new(TaskStore::new(TasksSection {
+    let store = Arc::new(store_with(TasksSection {
         max_tasks: MAX_TASKS,
         ..TasksSection::default()
     }));
@@ -177,7 +181,7 @@ async fn concurrent_creates_never_exceed_max_tasks_and_are_findable_at_once() {
 
 #[tokio::test]
 async fn another_principal_finds_no_task_and_one_principal_is_capped() {
-    let store = TaskStore::new(TasksSection::default());
+    let store = store_with(TasksSection::default());
     let id = task_id(
         &store
             .create(call(), BTreeMap::new(), Some(2), idle)
@@ -213,4 +217,35 @@ async fn another_principal_finds_no_task_and_one_principal_is_capped() {
     let mut other = call();
     other.owner = Arc::from("issuer\u{0}bob");
     store.create(other, BTreeMap::new(), Some(2), idle).unwrap();
+}
+
+#[tokio::test]
+async fn results_past_max_bytes_drop_the_oldest_and_free_their_bytes() {
+    let store = store_with(TasksSection {
+        max_bytes: 10_000,
+        ..TasksSection::default()
+    });
+    let big = json!({ "content": [{ "type": "text", "text": "x".repeat(4_000) }] });
+    let ids: Vec<String> = (0..4)
+        .map(|_| {
+            let id = stored(&store, TaskStatus::Working, SystemTime::now());
+            store.settle(&id, 1, Ok(big.clone()), Map::new());
+            id
+        })
+        .collect();
+    assert!(store.result_bytes() <= 10_000, "{}", store.result_bytes());
+    let first = store.get(&ids[0], OWNER).unwrap();
+    assert!(
+        first["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("tasks.max_bytes")),
+        "{first}"
+    );
+    assert!(store.get(&ids[3], OWNER).unwrap()["result"].is_object());
+    store.tasks.clear();
+    assert_eq!(
+        store.result_bytes(),
+        0,
+        "an expired task's bytes are given back"
+    );
 }
