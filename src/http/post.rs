@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::http::error::HttpError;
 use crate::http::{AppState, headers, limits, modern, reply};
-use crate::jsonrpc::{self, Message, RpcError, codes};
+use crate::jsonrpc::{self, DecodeCap, DecodeError, Message, RpcError, codes};
 use crate::metrics::Limit;
 use crate::session::{self, actor::PostOutcome};
 use crate::stateless;
@@ -86,23 +86,27 @@ async fn handle_post(
         )
         .limit(Limit::BodyTimeout)
     })??;
-    let decoded = match jsonrpc::decode_body(&bytes) {
+    let limits = jsonrpc::DecodeLimits {
+        max_batch: config.max_batch_size,
+        max_values: config.max_json_values,
+    };
+    let decoded = match jsonrpc::decode_body_within(&bytes, limits) {
         Ok(decoded) => decoded,
-        Err(e) if modern_header => {
+        Err(DecodeError::OverCap(cap, e)) => {
+            let limit = match cap {
+                DecodeCap::BatchSize => Limit::MaxBatchSize,
+                DecodeCap::Values => Limit::MaxJsonValues,
+            };
+            return Err(HttpError::bad_request(e).limit(limit));
+        }
+        Err(DecodeError::Malformed(e)) if modern_header => {
             return Ok(modern::respond(stateless::Reply::error(None, e), state));
         }
-        Err(e) => return Err(HttpError::bad_request(e)),
+        Err(DecodeError::Malformed(e)) => return Err(HttpError::bad_request(e)),
     };
-    if let jsonrpc::Body::Batch(messages) = &decoded {
-        if messages.len() > config.max_batch_size {
-            let error = RpcError::invalid_request(format!(
-                "a batch of {} messages is over http.max_batch_size ({}); send fewer per POST",
-                messages.len(),
-                config.max_batch_size
-            ));
-            return Err(HttpError::bad_request(error).limit(Limit::MaxBatchSize));
-        }
-    }
+    // The bytes are no longer needed, and under concurrent large bodies they are most of
+    // what a POST holds.
+    drop(bytes);
     state.check_scopes(&principal, decoded.messages())?;
     if is_modern_post(headers, session_id, &decoded) {
         let caller = state.caller(&principal);
@@ -112,7 +116,7 @@ async fn handle_post(
             version: headers::protocol_version_value(headers),
             accepts_stream: headers::check_get_accept(headers).is_ok(),
         };
-        let permit = state.edge.sse_permit()?;
+        let permit = state.edge.sse_permit(&principal.key)?;
         let reply = stateless::serve(&state.modern, transport, decoded).await;
         return Ok(limits::hold(modern::respond(reply, state), permit));
     }
@@ -164,7 +168,9 @@ async fn handle_post(
         .messages()
         .iter()
         .any(|m| matches!(m, Message::Request(_)));
-    let permit = has_requests.then(|| state.edge.sse_permit()).transpose()?;
+    let permit = has_requests
+        .then(|| state.edge.sse_permit(&principal.key))
+        .transpose()?;
     match (handle.post(decoded.into_messages()).await?, permit) {
         (PostOutcome::Stream(attachment), Some(permit)) => {
             let response = reply::respond_to_post(attachment, config, &state.metrics, is_batch);
