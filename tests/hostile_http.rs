@@ -132,3 +132,326 @@ async fn bodies_of_empty_objects_cannot_grow_the_server_past_64_mb() {
         .await;
     assert!(!text.is_empty());
 }
+
+const ALICE: &str = "alice-token-0123456789abcdef";
+const BOB: &str = "bob-token-0123456789abcdef00";
+
+/// The binary with static tokens for alice and bob, `extra` and the builtin tools.
+fn with_tokens(dir: &common::TempDir, listen: &str, extra: &str) -> TestServer {
+    let toml = format!(
+        "{extra}\n[auth]\nresource = \"http://127.0.0.1/mcp\"\n\
+         [[auth.tokens]]\nprincipal = \"alice\"\ntoken_env = \"H1_ALICE\"\n\
+         [[auth.tokens]]\nprincipal = \"bob\"\ntoken_env = \"H1_BOB\"\n{BUILTIN_TOOLS_TOML}"
+    );
+    let path = dir.write("config.toml", &toml);
+    let path = path.to_str().expect("a UTF-8 path");
+    TestServer::with_args(
+        &["--listen", listen, "--config", path],
+        &[("H1_ALICE", ALICE), ("H1_BOB", BOB)],
+    )
+}
+
+fn initialize_json() -> String {
+    json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": { "protocolVersion": LATEST, "capabilities": {},
+                    "clientInfo": { "name": "hostile-http", "version": "1" } }
+    })
+    .to_string()
+}
+
+/// One HTTP/1.1 exchange on a kept-alive socket: the status, whether the server said
+/// `Connection: close`, and `None` when the connection ended before a complete reply.
+async fn exchange(tcp: &mut tokio::net::TcpStream, head: &str, body: &str) -> Option<(u16, bool)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let request = format!("{head}Content-Length: {}\r\n\r\n{body}", body.len());
+    tcp.write_all(request.as_bytes()).await.ok()?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        match tcp.read(&mut chunk).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+    let status = head.split(' ').nth(1)?.parse().ok()?;
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())?;
+    while buf.len() < end + length {
+        match tcp.read(&mut chunk).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    Some((status, head.contains("connection: close")))
+}
+
+const CALL_BYTES: usize = 512 * 1024;
+
+#[tokio::test]
+async fn a_request_after_a_refusal_on_the_same_connection_is_answered() {
+    let dir = common::TempDir::new("hostile-keepalive");
+    let server = with_tokens(&dir, "127.0.0.1:0", "");
+    let host = format!("Host: {}\r\n", server.addr);
+    let common = format!(
+        "POST {} HTTP/1.1\r\n{host}Content-Type: application/json\r\nAccept: {}\r\n",
+        server.path(),
+        common::ACCEPT_BOTH
+    );
+    // A call's worth of body, as a client sends before it knows its token is stale.
+    let call = json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
+        "params":{"name":"echo","arguments":{"text": "x".repeat(CALL_BYTES)}}})
+    .to_string();
+    let refusals = [
+        format!("{common}Authorization: Bearer expired-token-000000000\r\n"),
+        format!("{common}Authorization: Bearer {ALICE}\r\nOrigin: http://evil.example\r\n"),
+        format!(
+            "POST {} HTTP/1.1\r\n{host}Content-Type: text/plain\r\nAccept: {}\r\nAuthorization: Bearer {ALICE}\r\n",
+            server.path(),
+            common::ACCEPT_BOTH
+        ),
+        format!(
+            "POST {} HTTP/1.1\r\n{host}Content-Type: application/json\r\nAccept: text/html\r\nAuthorization: Bearer {ALICE}\r\n",
+            server.path()
+        ),
+    ];
+    let retry = format!("{common}Authorization: Bearer {ALICE}\r\n");
+    let (mut lost, mut closed) = (0, 0);
+    for round in 0..40 {
+        let mut tcp = tokio::net::TcpStream::connect(&server.addr)
+            .await
+            .expect("connect");
+        let refusal = &refusals[round % refusals.len()];
+        let refused =
+            tokio::time::timeout(Duration::from_secs(5), exchange(&mut tcp, refusal, &call))
+                .await
+                .ok()
+                .flatten();
+        let Some((status, close)) = refused else {
+            lost += 1;
+            continue;
+        };
+        assert!(
+            [401, 403, 406, 415].contains(&status),
+            "round {round}: {status}"
+        );
+        if close {
+            // Said so: a client reconnects.
+            closed += 1;
+            tcp = tokio::net::TcpStream::connect(&server.addr)
+                .await
+                .expect("reconnect");
+        }
+        let answered = tokio::time::timeout(
+            Duration::from_secs(5),
+            exchange(&mut tcp, &retry, &initialize_json()),
+        )
+        .await
+        .ok()
+        .flatten();
+        match answered {
+            Some((200, _)) => {}
+            _ => lost += 1,
+        }
+    }
+    eprintln!("40 refusal-then-retry rounds: {lost} retries lost, {closed} closes announced");
+    assert_eq!(lost, 0, "{lost} of 40 retries were lost");
+}
+
+#[tokio::test]
+async fn readiness_probes_are_served_while_idle_connections_hold_the_admin_cap() {
+    let server = TestServer::with_config(&config(""));
+    let admin = server.admin_url.trim_start_matches("http://").to_string();
+    let mut idle = Vec::new();
+    for _ in 0..64 {
+        idle.push(
+            tokio::net::TcpStream::connect(&admin)
+                .await
+                .expect("connect"),
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let probe = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .pool_max_idle_per_host(0)
+        .build()
+        .expect("client");
+    let mut ready = 0;
+    for _ in 0..25 {
+        let resp = probe
+            .get(format!("{}/readyz", server.admin_url))
+            .send()
+            .await;
+        if resp.is_ok_and(|r| r.status() == 200) {
+            ready += 1;
+        }
+    }
+    eprintln!("{ready} of 25 /readyz probes answered 200 with 64 idle admin connections");
+    drop(idle);
+    assert_eq!(ready, 25);
+}
+
+/// Opens a GET stream for `token`'s session; the status.
+async fn open_get(http: &reqwest::Client, url: &str, token: &str, session: &str) -> u16 {
+    let resp = http
+        .get(url)
+        .header("accept", "text/event-stream")
+        .header("authorization", format!("Bearer {token}"))
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", LATEST)
+        .send()
+        .await
+        .expect("GET");
+    let status = resp.status().as_u16();
+    // Streams stay open while their response is held.
+    std::mem::forget(resp);
+    status
+}
+
+async fn initialize_as(http: &reqwest::Client, url: &str, token: &str) -> String {
+    let resp = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", common::ACCEPT_BOTH)
+        .header("authorization", format!("Bearer {token}"))
+        .body(initialize_json())
+        .send()
+        .await
+        .expect("initialize");
+    assert_eq!(resp.status(), 200);
+    resp.headers()["mcp-session-id"]
+        .to_str()
+        .expect("session id")
+        .to_string()
+}
+
+/// What `token` gets for a `tools/call` in its session.
+async fn call_as(http: &reqwest::Client, url: &str, token: &str, session: &str) -> u16 {
+    let notify = json!({"jsonrpc":"2.0","method":"notifications/initialized"}).to_string();
+    let call = json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
+        "params":{"name":"echo","arguments":{"text":"hi"}}})
+    .to_string();
+    let mut status = 0;
+    for body in [notify, call] {
+        let resp = http
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", common::ACCEPT_BOTH)
+            .header("authorization", format!("Bearer {token}"))
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", LATEST)
+            .body(body)
+            .send()
+            .await
+            .expect("POST");
+        status = resp.status().as_u16();
+        let _ = resp.bytes().await;
+    }
+    status
+}
+
+async fn streams_alice_takes_and_bobs_call(share: usize) -> (usize, u16) {
+    let dir = common::TempDir::new("hostile-sse");
+    let extra = format!("[http]\nmax_sse_streams = 4\nmax_sse_streams_per_principal = {share}\n");
+    let server = with_tokens(&dir, "127.0.0.1:0", &extra);
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .expect("client");
+    let bob = initialize_as(&http, &server.url, BOB).await;
+    let mut opened = 0;
+    for _ in 0..6 {
+        // A session has one standalone stream, so each stream is a session of its own.
+        let alice = initialize_as(&http, &server.url, ALICE).await;
+        if open_get(&http, &server.url, ALICE, &alice).await == 200 {
+            opened += 1;
+        }
+    }
+    (opened, call_as(&http, &server.url, BOB, &bob).await)
+}
+
+#[tokio::test]
+async fn one_principal_cannot_take_every_sse_stream() {
+    // A share as large as the whole cap is what the server did before it had one.
+    let (unshared, bob_unshared) = streams_alice_takes_and_bobs_call(4).await;
+    let (shared, bob_shared) = streams_alice_takes_and_bobs_call(2).await;
+    eprintln!(
+        "share 4 of 4: alice opened {unshared}, bob's call {bob_unshared}; \
+         share 2 of 4: alice opened {shared}, bob's call {bob_shared}"
+    );
+    assert_eq!((unshared, bob_unshared), (4, 503));
+    assert_eq!((shared, bob_shared), (2, 200));
+}
+
+/// `initialize` through a trusted proxy on ::1 for 10 clients of one /64 (with and
+/// without ports), then one of another /64; how many were accepted.
+async fn initializes_from_one_slash_64(prefix_len: u8) -> (usize, u16) {
+    let dir = common::TempDir::new("hostile-v6");
+    let toml = format!(
+        "[http]\ntrusted_proxies = [\"::1\"]\ninitialize_rate_per_ip = 1\n\
+         initialize_burst_per_ip = 1\nipv6_prefix_len = {prefix_len}\n{BUILTIN_TOOLS_TOML}"
+    );
+    let path = dir.write("config.toml", &toml);
+    let server = TestServer::with_args(
+        &[
+            "--listen",
+            "[::1]:0",
+            "--config",
+            path.to_str().expect("path"),
+        ],
+        &[],
+    );
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .expect("client");
+    let post = |forwarded: (&'static str, String)| {
+        http.post(&server.url)
+            .header("content-type", "application/json")
+            .header("accept", common::ACCEPT_BOTH)
+            .header(forwarded.0, forwarded.1)
+            .body(initialize_json())
+            .send()
+    };
+    let mut accepted = 0;
+    for i in 1..=10 {
+        let forwarded = match i % 3 {
+            0 => ("x-forwarded-for", format!("2001:db8:1:2::{i:x}")),
+            1 => (
+                "x-forwarded-for",
+                format!("10.9.9.9, [2001:db8:1:2:{i:x}::1]:4433"),
+            ),
+            _ => (
+                "forwarded",
+                format!("for=\"[2001:db8:1:2::{i:x}]:80\";proto=http"),
+            ),
+        };
+        if post(forwarded).await.expect("POST").status() == 200 {
+            accepted += 1;
+        }
+    }
+    let other = post(("x-forwarded-for", "2001:db8:1:3::1".to_string()))
+        .await
+        .expect("POST")
+        .status()
+        .as_u16();
+    (accepted, other)
+}
+
+#[tokio::test]
+async fn the_initialize_rate_charges_an_ipv6_slash_64_as_one_client() {
+    let (per_address, _) = initializes_from_one_slash_64(128).await;
+    let (per_network, other_network) = initializes_from_one_slash_64(64).await;
+    eprintln!(
+        "10 initialize from one /64: {per_address} accepted keyed per address, \
+         {per_network} keyed per /64 (another /64: {other_network})"
+    );
+    assert_eq!(per_address, 10);
+    assert_eq!((per_network, other_network), (1, 200));
+}
