@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use crate::http::error::HttpError;
 use crate::http::{AppState, headers, limits, modern, reply};
 use crate::jsonrpc::{self, DecodeCap, DecodeError, Message, RpcError, codes};
+use crate::log_limit::LogLimiter;
 use crate::metrics::Limit;
 use crate::session::{self, actor::PostOutcome};
 use crate::stateless;
@@ -138,10 +139,21 @@ async fn handle_post(
     let decoded = match jsonrpc::decode_body_within(&bytes, limits) {
         Ok(decoded) => decoded,
         Err(DecodeError::OverCap(cap, e)) => {
+            // A 400 is the client's fault, but a body built to cost memory is worth the
+            // operator's notice: warned, rate-limited.
+            static LOG: LogLimiter = LogLimiter::new();
             let limit = match cap {
                 DecodeCap::BatchSize => Limit::MaxBatchSize,
                 DecodeCap::Values => Limit::MaxJsonValues,
             };
+            if let Some(suppressed) = LOG.admit() {
+                tracing::warn!(
+                    limit = limit.label(),
+                    suppressed,
+                    "request body refused while decoding: {}",
+                    e.message
+                );
+            }
             return Err(HttpError::bad_request(e).limit(limit));
         }
         Err(DecodeError::Malformed(e)) if modern_header => {
