@@ -49,12 +49,16 @@ fn rss_sampler(
 /// Just under 4 MiB (`http.max_body_bytes`) of `{}` elements, as a batch or inside the
 /// `params` of one `tools/call`.
 fn empty_objects(count: usize) -> String {
-    let mut s = String::with_capacity(count * 3);
+    repeated(count, "{}")
+}
+
+fn repeated(count: usize, element: &str) -> String {
+    let mut s = String::with_capacity(count * (element.len() + 1));
     for i in 0..count {
         if i > 0 {
             s.push(',');
         }
-        s.push_str("{}");
+        s.push_str(element);
     }
     s
 }
@@ -93,39 +97,45 @@ async fn bodies_of_empty_objects_cannot_grow_the_server_past_64_mb() {
     // A first exchange, so the start figure includes the runtime's and allocator's setup.
     let session = common::Client::new(&server.url).connect().await;
     let start = rss_kib(pid);
-    let (stop, sampler) = rss_sampler(pid);
-
     let batch = format!("[{}]", empty_objects(ELEMENTS));
     let params = format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo","arguments":{{"a":[{}]}}}}}}"#,
         empty_objects(ELEMENTS - 10)
     );
-    assert!(batch.len() <= 4 * 1024 * 1024 && params.len() <= 4 * 1024 * 1024);
-    let began = Instant::now();
-    let batches = post_concurrently(&server.url, batch, 8).await;
-    let singles = post_concurrently(&server.url, params, 8).await;
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let peak = sampler.join().expect("sampler");
-    let grown_mb = peak.saturating_sub(start) as f64 / 1024.0;
-    eprintln!(
-        "RSS start {} MB, peak {} MB (+{grown_mb:.1} MB) over 16 POSTs in {:?}",
-        start / 1024,
-        peak / 1024,
-        began.elapsed()
+    // One-member objects are the densest shape: each is a map node of some 600 bytes.
+    let members = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo","arguments":{{"a":[{}]}}}}}}"#,
+        repeated(590_000, r#"{"":0}"#)
     );
-    assert!(grown_mb <= 64.0, "RSS grew {grown_mb:.1} MB");
-    for (status, body) in batches.iter().chain(&singles) {
-        assert_eq!(*status, 400, "{body}");
-        assert_eq!(body["error"]["code"], -32600, "{body}");
+    let shapes = [
+        ("a batch of {}", batch, "http.max_batch_size"),
+        ("params of {}", params, "http.max_json_values"),
+        ("params of {\"\":0}", members, "http.max_json_values"),
+    ];
+    let mut worst = 0.0f64;
+    for (shape, body, key) in shapes {
+        assert!(body.len() <= 4 * 1024 * 1024, "{}", body.len());
+        let (stop, sampler) = rss_sampler(pid);
+        let began = Instant::now();
+        let replies = post_concurrently(&server.url, body, 8).await;
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let peak = sampler.join().expect("sampler");
+        let grown_mb = peak.saturating_sub(start) as f64 / 1024.0;
+        eprintln!(
+            "8 POSTs of {shape}: RSS start {} MB, peak {} MB (+{grown_mb:.1} MB) in {:?}",
+            start / 1024,
+            peak / 1024,
+            began.elapsed()
+        );
+        worst = worst.max(grown_mb);
+        for (status, body) in &replies {
+            assert_eq!(*status, 400, "{shape}: {body}");
+            assert_eq!(body["error"]["code"], -32600, "{body}");
+            let message = body["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains(key), "{message}");
+        }
     }
-    let message = batches[0].1["error"]["message"]
-        .as_str()
-        .unwrap_or_default();
-    assert!(message.contains("http.max_batch_size"), "{message}");
-    let message = singles[0].1["error"]["message"]
-        .as_str()
-        .unwrap_or_default();
-    assert!(message.contains("http.max_json_values"), "{message}");
+    assert!(worst <= 64.0, "RSS grew {worst:.1} MB");
     // The server still serves.
     let text = session
         .call_tool_text(json!(2), "echo", json!({"text": "ok"}))

@@ -57,7 +57,7 @@ static ALLOCATOR: Counting = Counting;
 /// The server's defaults (`http.max_batch_size`, `http.max_json_values`).
 const LIMITS: DecodeLimits = DecodeLimits {
     max_batch: 100,
-    max_values: 20_000,
+    max_values: 10_000,
 };
 
 /// Bytes a decode may allocate per input byte: a one-member object (`{"":0}`, 7 bytes) is

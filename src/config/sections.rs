@@ -221,7 +221,7 @@ impl Default for HttpSection {
             initialize_rate_per_ip: 100,
             initialize_burst_per_ip: 1_000,
             max_batch_size: 100,
-            max_json_values: 20_000,
+            max_json_values: 10_000,
             max_sse_streams: 20_000,
             max_sse_streams_per_principal: 1_000,
             ipv6_prefix_len: 64,
