@@ -465,3 +465,27 @@ async fn the_initialize_rate_charges_an_ipv6_slash_64_as_one_client() {
     assert_eq!(per_address, 10);
     assert_eq!((per_network, other_network), (1, 200));
 }
+
+#[tokio::test]
+async fn a_refusal_that_cannot_drain_its_body_says_connection_close() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = common::TempDir::new("hostile-close");
+    let server = with_tokens(&dir, "127.0.0.1:0", "[http]\nmax_body_bytes = 1024\n");
+    let mut tcp = tokio::net::TcpStream::connect(&server.addr)
+        .await
+        .expect("connect");
+    let head = format!(
+        "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: {}\r\n\
+         Authorization: Bearer expired-token-000000000\r\nContent-Length: 1000000\r\n\r\n",
+        server.path(),
+        server.addr,
+        common::ACCEPT_BOTH
+    );
+    tcp.write_all(head.as_bytes()).await.expect("write");
+    let mut reply = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), tcp.read_to_end(&mut reply)).await;
+    let reply = String::from_utf8_lossy(&reply).to_ascii_lowercase();
+    assert!(read.is_ok(), "the connection stayed open: {reply}");
+    assert!(reply.starts_with("http/1.1 401"), "{reply}");
+    assert!(reply.contains("connection: close"), "{reply}");
+}

@@ -27,8 +27,10 @@ pub(crate) async fn post(
     let admitted = match admit(&state, &parts.uri, &parts.headers, peer).await {
         Ok(admitted) => admitted,
         Err(e) => {
-            let config = &state.config.http;
-            let drained = drain_within(&mut body, config.max_body_bytes, DRAIN_TIME).await;
+            let max = state.config.http.max_body_bytes;
+            // A body declared over the limit would not be drained whole: close at once.
+            let drainable = declared_length(&parts.headers).is_none_or(|n| n <= max as u64);
+            let drained = drainable && drain_within(&mut body, max, DRAIN_TIME).await;
             return refused_unread(e.respond(&state.metrics), drained);
         }
     };
@@ -264,10 +266,7 @@ async fn read_body(
         )
         .limit(Limit::MaxBodyBytes)
     };
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
+    let declared = declared_length(headers);
     let mut body = body;
     if declared.is_some_and(|n| n > limit as u64) {
         drain(&mut body).await;
@@ -289,6 +288,14 @@ async fn read_body(
         }
     }
     Ok(buf.freeze())
+}
+
+/// The body's `Content-Length`, when it sent a valid one.
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
 }
 
 /// Reads and discards what is left of a body, within [`DRAIN_BYTES`] and [`DRAIN_TIME`].
