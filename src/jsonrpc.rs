@@ -12,7 +12,8 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use bounded::{BoundedBatch, BoundedValue};
+use bounded::{BoundedBatch, BoundedValue, over_cap};
+pub use bounded::{DecodeCap, DecodeError, DecodeLimits};
 
 mod bounded;
 
@@ -174,50 +175,6 @@ impl Body {
     }
 }
 
-/// What decoding one body may build. A JSON value costs tens of bytes once decoded while
-/// `{}` or `0,` costs two or three on the wire, so without a count a 4 MiB body of empty
-/// objects becomes hundreds of megabytes before any check runs; both caps are applied while
-/// the parser runs, and decoding stops at the first value past one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DecodeLimits {
-    /// Messages in a batch (`http.max_batch_size`).
-    pub max_batch: usize,
-    /// JSON values in the whole body, every nested one included (`http.max_json_values`).
-    pub max_values: usize,
-}
-
-impl DecodeLimits {
-    /// No caps, for input whose size the caller bounds otherwise.
-    pub const UNBOUNDED: DecodeLimits = DecodeLimits {
-        max_batch: usize::MAX,
-        max_values: usize::MAX,
-    };
-}
-
-/// Which of the [`DecodeLimits`] a body went past.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DecodeCap {
-    BatchSize,
-    Values,
-}
-
-/// Why a body was not decoded.
-#[derive(Debug, Clone, PartialEq)]
-pub enum DecodeError {
-    /// Not JSON (-32700), or JSON that is no JSON-RPC message (-32600).
-    Malformed(RpcError),
-    /// Past one of the [`DecodeLimits`] (-32600); nothing of it was kept.
-    OverCap(DecodeCap, RpcError),
-}
-
-impl DecodeError {
-    pub fn into_rpc(self) -> RpcError {
-        match self {
-            DecodeError::Malformed(e) | DecodeError::OverCap(_, e) => e,
-        }
-    }
-}
-
 /// Decodes a POST body. Errors carry the JSON-RPC code to answer with: -32700 when the
 /// bytes are not JSON, -32600 when the JSON is not a JSON-RPC message.
 pub fn decode_body(bytes: &[u8]) -> Result<Body, RpcError> {
@@ -271,20 +228,6 @@ pub fn decode_body_within(bytes: &[u8], limits: DecodeLimits) -> Result<Body, De
         ),
     };
     decoded.map_err(DecodeError::Malformed)
-}
-
-fn over_cap(cap: DecodeCap, limits: DecodeLimits) -> DecodeError {
-    let message = match cap {
-        DecodeCap::BatchSize => format!(
-            "a batch of more than {} messages is over http.max_batch_size; send fewer per POST",
-            limits.max_batch
-        ),
-        DecodeCap::Values => format!(
-            "the body holds more than {} JSON values (http.max_json_values); send smaller params, or large data as one string",
-            limits.max_values
-        ),
-    };
-    DecodeError::OverCap(cap, RpcError::invalid_request(message))
 }
 
 /// The members of one message as sent. `Option<Value>` fields use [`present`] so that an
