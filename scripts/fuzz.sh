@@ -75,7 +75,7 @@ for target in "${targets[@]}"; do
     mkdir -p "fuzz/corpus/$target"
     options=(-max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1)
     case "$target" in
-        jsonrpc_body | modern_request | request_state) options+=(-dict=fuzz/dicts/mcp.dict) ;;
+        jsonrpc_body | batch_decode | modern_request | request_state) options+=(-dict=fuzz/dicts/mcp.dict) ;;
     esac
     if cargo fuzz run "${build[@]}" "$target" "fuzz/corpus/$target" "fuzz/seeds/$target" \
         -- "${options[@]}" >"$log" 2>&1; then

@@ -231,6 +231,12 @@ impl Config {
                 "must differ from server.listen, where the MCP endpoint is served",
             );
         }
+        if self.http.ipv6_prefix_len > 128 {
+            bad(
+                "http.ipv6_prefix_len",
+                "must be at most 128 (the bits of an IPv6 address)",
+            );
+        }
         let positive = [
             ("http.max_body_bytes", self.http.max_body_bytes),
             (
@@ -258,7 +264,12 @@ impl Config {
                 self.http.max_connections_per_ip,
             ),
             ("http.max_batch_size", self.http.max_batch_size),
+            ("http.max_json_values", self.http.max_json_values),
             ("http.max_sse_streams", self.http.max_sse_streams),
+            (
+                "http.max_sse_streams_per_principal",
+                self.http.max_sse_streams_per_principal,
+            ),
             (
                 "sessions.max_streams_per_session",
                 self.sessions.max_streams_per_session,

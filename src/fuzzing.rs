@@ -23,8 +23,8 @@ use crate::stateless::envelope;
 pub use crate::config::{Config, ConfigError};
 pub use crate::features::resources::UriTemplate;
 pub use crate::jsonrpc::{
-    Body, Message, RequestId, RpcError, decode_body, encode_notification, encode_request,
-    encode_response, params_object,
+    Body, DecodeCap, DecodeError, DecodeLimits, Message, RequestId, RpcError, decode_body,
+    decode_body_within, encode_notification, encode_request, encode_response, params_object,
 };
 pub use crate::session::streams::{
     Attachment, OutEvent, ReplayError, StreamId, format_event_id, parse_event_id,

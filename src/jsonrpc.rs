@@ -12,6 +12,11 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use bounded::{BoundedBatch, BoundedValue, over_cap};
+pub use bounded::{DecodeCap, DecodeError, DecodeLimits};
+
+mod bounded;
+
 /// Standard JSON-RPC error codes, plus the MCP ones the server emits.
 pub mod codes {
     pub const PARSE_ERROR: i64 = -32700;
@@ -173,34 +178,44 @@ impl Body {
 /// Decodes a POST body. Errors carry the JSON-RPC code to answer with: -32700 when the
 /// bytes are not JSON, -32600 when the JSON is not a JSON-RPC message.
 pub fn decode_body(bytes: &[u8]) -> Result<Body, RpcError> {
+    decode_body_within(bytes, DecodeLimits::UNBOUNDED).map_err(DecodeError::into_rpc)
+}
+
+/// [`decode_body`], refusing a body past `limits` before it is built.
+pub fn decode_body_within(bytes: &[u8], limits: DecodeLimits) -> Result<Body, DecodeError> {
     // The envelope is read straight into a struct (no intermediate map); only `params`,
     // `result` and `error`, whose shape belongs to the method, become JSON values.
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    bounded::start(limits);
     let decoded = match first {
-        Some(b'[') => serde_json::from_slice::<Vec<WireMessage>>(bytes).map(Some),
+        Some(b'[') => serde_json::from_slice::<BoundedBatch<WireMessage>>(bytes).map(|b| Some(b.0)),
         Some(b'{') => serde_json::from_slice::<WireMessage>(bytes).map(|m| Some(vec![m])),
         // Valid JSON of another kind is not a JSON-RPC message; invalid JSON is a parse error.
         _ => serde_json::from_slice::<serde::de::IgnoredAny>(bytes).map(|_| None),
     };
+    if let Some(cap) = bounded::overrun() {
+        return Err(over_cap(cap, limits));
+    }
+    let malformed = |e| Err(DecodeError::Malformed(e));
     let messages = match decoded {
         Ok(Some(messages)) => messages,
         Ok(None) => {
-            return Err(RpcError::invalid_request(
+            return malformed(RpcError::invalid_request(
                 "a JSON-RPC message must be a JSON object",
             ));
         }
         Err(e) if e.is_data() => {
-            return Err(RpcError::invalid_request(format!(
+            return malformed(RpcError::invalid_request(format!(
                 "not a JSON-RPC message: {e}"
             )));
         }
         Err(e) => {
-            return Err(RpcError::parse_error(format!(
+            return malformed(RpcError::parse_error(format!(
                 "body is not valid JSON: {e}"
             )));
         }
     };
-    match (first, messages.len()) {
+    let decoded = match (first, messages.len()) {
         (Some(b'['), 0) => Err(RpcError::invalid_request("empty JSON-RPC batch")),
         (Some(b'['), _) => messages
             .into_iter()
@@ -211,7 +226,8 @@ pub fn decode_body(bytes: &[u8]) -> Result<Body, RpcError> {
             || Err(RpcError::invalid_request("empty body")),
             |m| decode_message(m).map(Body::Single),
         ),
-    }
+    };
+    decoded.map_err(DecodeError::Malformed)
 }
 
 /// The members of one message as sent. `Option<Value>` fields use [`present`] so that an
@@ -233,7 +249,7 @@ struct WireMessage {
 }
 
 fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(d).map(Some)
+    BoundedValue::deserialize(d).map(|BoundedValue(v)| Some(v))
 }
 
 fn decode_message(wire: WireMessage) -> Result<Message, RpcError> {
@@ -411,6 +427,33 @@ mod tests {
             decode_body(hybrid).unwrap_err().code,
             codes::INVALID_REQUEST
         );
+    }
+
+    #[test]
+    fn a_body_past_its_caps_is_refused_and_one_within_them_decodes() {
+        let limits = DecodeLimits {
+            max_batch: 2,
+            max_values: 5,
+        };
+        let batch = br#"[{"jsonrpc":"2.0","method":"a"},{},{}]"#;
+        let refused = decode_body_within(batch, limits).unwrap_err();
+        assert!(matches!(
+            refused,
+            DecodeError::OverCap(DecodeCap::BatchSize, _)
+        ));
+        let nested = br#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":[1,2,3,4,5]}}"#;
+        let refused = decode_body_within(nested, limits).unwrap_err();
+        assert!(matches!(
+            refused,
+            DecodeError::OverCap(DecodeCap::Values, _)
+        ));
+        let within = br#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":[1,2]}}"#;
+        let Ok(Body::Single(Message::Request(r))) = decode_body_within(within, limits) else {
+            panic!("a body within its caps decodes");
+        };
+        assert_eq!(r.params, Some(serde_json::json!({"a": [1, 2]})));
+        // The next body starts with a full budget.
+        assert!(decode_body_within(within, limits).is_ok());
     }
 
     #[test]

@@ -152,6 +152,7 @@ impl Server {
             write_timeout: config.http.write_timeout,
             shutdown_timeout: config.server.shutdown_timeout,
             metrics: Some(self.metrics()),
+            overflow: None,
         };
         let app = Arc::clone(&self.app);
         let (draining, shutdown) = (self.drain.clone(), self.shutdown.clone());

@@ -186,9 +186,19 @@ pub struct HttpSection {
     pub initialize_burst_per_ip: u32,
     /// Messages in one JSON-RPC batch at most (2025-03-26 sessions); more get 400.
     pub max_batch_size: usize,
+    /// JSON values (objects, arrays, strings, numbers, ...) in one POST body at most, every
+    /// nested one counted; more get 400 before the rest is decoded. A value costs tens of
+    /// bytes decoded but two on the wire, so `max_body_bytes` alone does not bound memory.
+    pub max_json_values: usize,
     /// Open SSE streams (responses, GET streams, listen streams) at most, server-wide; one
     /// more gets 503.
     pub max_sse_streams: usize,
+    /// Of `max_sse_streams`, how many one principal may hold (with `[auth]`); one more gets
+    /// 503, and other principals keep theirs.
+    pub max_sse_streams_per_principal: usize,
+    /// How much of an IPv6 client address keys its `initialize` rate: 64 charges a whole
+    /// /64, which one host is routinely given; 128 keys each address.
+    pub ipv6_prefix_len: u8,
 }
 
 impl Default for HttpSection {
@@ -211,7 +221,10 @@ impl Default for HttpSection {
             initialize_rate_per_ip: 100,
             initialize_burst_per_ip: 1_000,
             max_batch_size: 100,
+            max_json_values: 10_000,
             max_sse_streams: 20_000,
+            max_sse_streams_per_principal: 1_000,
+            ipv6_prefix_len: 64,
         }
     }
 }

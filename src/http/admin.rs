@@ -31,8 +31,18 @@ const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// Open connections at most: scrapers and probes, not clients.
 const MAX_CONNECTIONS: usize = 64;
 
+/// How long an admin connection may stay silent before its request, and idle between
+/// requests. Probes and scrapers send their request at once; a connection that sends
+/// nothing is only holding one of the few slots, so it is closed soon.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(2);
+const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Serves the admin router on `listener` until `shutdown` completes, with the endpoint's
-/// header, idle and write timeouts.
+/// timeouts capped at [`HEADER_TIMEOUT`] and [`IDLE_TIMEOUT`].
+///
+/// Over [`MAX_CONNECTIONS`] (idle connections holding every slot), `/healthz` and `/readyz`
+/// are still answered, one request per connection, from the refusals' separate budget: a
+/// load balancer that got 503 would drain the node, and a liveness probe would restart it.
 pub(crate) async fn serve(
     listener: TcpListener,
     state: Arc<AppState>,
@@ -44,11 +54,12 @@ pub(crate) async fn serve(
         max_connections: MAX_CONNECTIONS,
         max_connections_per_ip: MAX_CONNECTIONS,
         trusted_proxies: Vec::new(),
-        header_timeout: http.header_timeout,
-        idle_timeout: http.idle_timeout,
+        header_timeout: http.header_timeout.min(HEADER_TIMEOUT),
+        idle_timeout: http.idle_timeout.min(IDLE_TIMEOUT),
         write_timeout: http.write_timeout,
         shutdown_timeout: Duration::from_secs(1),
         metrics: None,
+        overflow: Some(probes(Arc::clone(&state))),
     };
     connections::serve(listener, router(state), limits, shutdown).await
 }
@@ -58,6 +69,23 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .route("/metrics", get(metrics))
         .route("/healthz", get(health))
         .route("/readyz", get(ready))
+        .with_state(state)
+}
+
+/// What an admin connection over the cap is served: the probes, which are cheap; a
+/// scrape (a large reply) waits for a slot.
+fn probes(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/healthz", get(health))
+        .route("/readyz", get(ready))
+        .fallback(|| async {
+            let message = "the admin listener is at its connection limit; retry shortly";
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::RETRY_AFTER, "1")],
+                message,
+            )
+        })
         .with_state(state)
 }
 

@@ -69,6 +69,10 @@ pub(crate) struct ConnectionLimits {
     /// Where refusals and closes are counted (`None` for the admin listener, whose
     /// connections are not the MCP endpoint's).
     pub metrics: Option<Arc<Metrics>>,
+    /// What serves a connection over `max_connections` instead of the 503 (one request,
+    /// then close, within `header_timeout`, among the refusals' own budget): the admin
+    /// listener's probes, which must answer while idle connections hold the cap.
+    pub overflow: Option<Router>,
 }
 
 /// Connections being refused at once (over `max_connections`); beyond it a connection is

@@ -153,7 +153,7 @@ async fn open_stream(State(state): State<Arc<AppState>>, uri: Uri, headers: Head
         headers::protocol_version(&headers)?;
         let id = headers::require_session_id(&headers)?;
         let handle = state.session(id, &principal)?;
-        let permit = state.edge.sse_permit()?;
+        let permit = state.edge.sse_permit(&principal.key)?;
         let attachment = handle.open_stream(headers::last_event_id(&headers)).await?;
         let response = reply::get_sse_response(attachment, config, &state.metrics);
         Ok::<_, HttpError>(limits::hold(response, permit))

@@ -10,7 +10,8 @@ use axum::response::{IntoResponse, Response};
 
 use crate::http::error::HttpError;
 use crate::http::{AppState, headers, limits, modern, reply};
-use crate::jsonrpc::{self, Message, RpcError, codes};
+use crate::jsonrpc::{self, DecodeCap, DecodeError, Message, RpcError, codes};
+use crate::log_limit::LogLimiter;
 use crate::metrics::Limit;
 use crate::session::{self, actor::PostOutcome};
 use crate::stateless;
@@ -21,12 +22,73 @@ pub(crate) async fn post(
 ) -> Response {
     // The request is taken whole so its headers are read in place: the `HeaderMap` and
     // `Uri` extractors would copy them on every call.
-    let (parts, body) = request.into_parts();
+    let (parts, mut body) = request.into_parts();
     let peer = limits::peer(&parts.extensions);
-    match handle_post(&state, &parts.uri, &parts.headers, peer, body).await {
+    let admitted = match admit(&state, &parts.uri, &parts.headers, peer).await {
+        Ok(admitted) => admitted,
+        Err(e) => {
+            let max = state.config.http.max_body_bytes;
+            // A body declared over the limit would not be drained whole: close at once.
+            let drainable = declared_length(&parts.headers).is_none_or(|n| n <= max as u64);
+            let drained = drainable && drain_within(&mut body, max, DRAIN_TIME).await;
+            return refused_unread(e.respond(&state.metrics), drained);
+        }
+    };
+    match handle_post(&state, &parts.headers, admitted, body).await {
         Ok(response) => response,
         Err(e) => e.respond(&state.metrics),
     }
+}
+
+/// What the checks before the body established.
+struct Admitted {
+    principal: crate::auth::Principal,
+    modern_header: bool,
+}
+
+/// The checks that need only the headers (Host and Origin, the initialize rate per
+/// address, Accept, Content-Type, the token), so that a refused client costs no more than
+/// its headers and a bounded drain.
+async fn admit(
+    state: &Arc<AppState>,
+    uri: &Uri,
+    headers: &HeaderMap,
+    peer: Option<std::net::SocketAddr>,
+) -> Result<Admitted, HttpError> {
+    headers::check_host_and_origin(headers, uri, &state.config.http)?;
+    let modern_header =
+        headers::protocol_version_value(headers).is_some_and(stateless::takes_version);
+    if headers::session_id(headers).is_none() && !modern_header {
+        // Only initialize starts here: counted per address before any work, tokens included.
+        state
+            .edge
+            .initialize_from(state.edge.client_ip(peer, headers))?;
+    }
+    if modern_header {
+        headers::check_json_accept(headers)?;
+    } else {
+        headers::check_post_accept(headers)?;
+    }
+    headers::check_content_type(headers)?;
+    let principal = state.principal(headers).await?;
+    Ok(Admitted {
+        principal,
+        modern_header,
+    })
+}
+
+/// A refusal sent before the body was read. hyper cannot reuse a connection whose request
+/// body is left unread and closes it, so a client that sends its retry (the usual 401,
+/// refresh, retry) on the same keep-alive connection loses it to that close. The body is
+/// drained instead, within bounds; when it could not be, `Connection: close` says so and
+/// the client reconnects (RFC 9112 §9.6).
+fn refused_unread(mut response: Response, drained: bool) -> Response {
+    if !drained {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
 }
 
 /// Whether a POST belongs to the stateless 2026-07-28 path (`shared/spec/stateless-2026-07-28.md`
@@ -46,30 +108,16 @@ fn is_modern_post(headers: &HeaderMap, session_id: Option<&str>, body: &jsonrpc:
 
 async fn handle_post(
     state: &Arc<AppState>,
-    uri: &Uri,
     headers: &HeaderMap,
-    peer: Option<std::net::SocketAddr>,
+    admitted: Admitted,
     body: Body,
 ) -> Result<Response, HttpError> {
     let config = &state.config.http;
-    headers::check_host_and_origin(headers, uri, config)?;
-    let modern_header =
-        headers::protocol_version_value(headers).is_some_and(stateless::takes_version);
+    let Admitted {
+        principal,
+        modern_header,
+    } = admitted;
     let session_id = headers::session_id(headers);
-    if session_id.is_none() && !modern_header {
-        // Only initialize starts here: counted per address before any work, tokens included.
-        state
-            .edge
-            .initialize_from(state.edge.client_ip(peer, headers))?;
-    }
-    if modern_header {
-        headers::check_json_accept(headers)?;
-    } else {
-        headers::check_post_accept(headers)?;
-    }
-    headers::check_content_type(headers)?;
-    // Before the body is read: an unauthenticated client costs no more than its headers.
-    let principal = state.principal(headers).await?;
     let bytes = tokio::time::timeout(
         config.body_timeout,
         read_body(headers, body, config.max_body_bytes),
@@ -86,23 +134,38 @@ async fn handle_post(
         )
         .limit(Limit::BodyTimeout)
     })??;
-    let decoded = match jsonrpc::decode_body(&bytes) {
+    let limits = jsonrpc::DecodeLimits {
+        max_batch: config.max_batch_size,
+        max_values: config.max_json_values,
+    };
+    let decoded = match jsonrpc::decode_body_within(&bytes, limits) {
         Ok(decoded) => decoded,
-        Err(e) if modern_header => {
+        Err(DecodeError::OverCap(cap, e)) => {
+            // A 400 is the client's fault, but a body built to cost memory is worth the
+            // operator's notice: warned, rate-limited.
+            static LOG: LogLimiter = LogLimiter::new();
+            let limit = match cap {
+                DecodeCap::BatchSize => Limit::MaxBatchSize,
+                DecodeCap::Values => Limit::MaxJsonValues,
+            };
+            if let Some(suppressed) = LOG.admit() {
+                tracing::warn!(
+                    limit = limit.label(),
+                    suppressed,
+                    "request body refused while decoding: {}",
+                    e.message
+                );
+            }
+            return Err(HttpError::bad_request(e).limit(limit));
+        }
+        Err(DecodeError::Malformed(e)) if modern_header => {
             return Ok(modern::respond(stateless::Reply::error(None, e), state));
         }
-        Err(e) => return Err(HttpError::bad_request(e)),
+        Err(DecodeError::Malformed(e)) => return Err(HttpError::bad_request(e)),
     };
-    if let jsonrpc::Body::Batch(messages) = &decoded {
-        if messages.len() > config.max_batch_size {
-            let error = RpcError::invalid_request(format!(
-                "a batch of {} messages is over http.max_batch_size ({}); send fewer per POST",
-                messages.len(),
-                config.max_batch_size
-            ));
-            return Err(HttpError::bad_request(error).limit(Limit::MaxBatchSize));
-        }
-    }
+    // The bytes are no longer needed, and under concurrent large bodies they are most of
+    // what a POST holds.
+    drop(bytes);
     state.check_scopes(&principal, decoded.messages())?;
     if is_modern_post(headers, session_id, &decoded) {
         let caller = state.caller(&principal);
@@ -112,7 +175,7 @@ async fn handle_post(
             version: headers::protocol_version_value(headers),
             accepts_stream: headers::check_get_accept(headers).is_ok(),
         };
-        let permit = state.edge.sse_permit()?;
+        let permit = state.edge.sse_permit(&principal.key)?;
         let reply = stateless::serve(&state.modern, transport, decoded).await;
         return Ok(limits::hold(modern::respond(reply, state), permit));
     }
@@ -164,7 +227,9 @@ async fn handle_post(
         .messages()
         .iter()
         .any(|m| matches!(m, Message::Request(_)));
-    let permit = has_requests.then(|| state.edge.sse_permit()).transpose()?;
+    let permit = has_requests
+        .then(|| state.edge.sse_permit(&principal.key))
+        .transpose()?;
     let grants = state.grants(&principal);
     match (handle.post(decoded.into_messages(), grants).await?, permit) {
         (PostOutcome::Stream(attachment), Some(permit)) => {
@@ -202,10 +267,7 @@ async fn read_body(
         )
         .limit(Limit::MaxBodyBytes)
     };
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
+    let declared = declared_length(headers);
     let mut body = body;
     if declared.is_some_and(|n| n > limit as u64) {
         drain(&mut body).await;
@@ -229,8 +291,22 @@ async fn read_body(
     Ok(buf.freeze())
 }
 
+/// The body's `Content-Length`, when it sent a valid one.
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+}
+
 /// Reads and discards what is left of a body, within [`DRAIN_BYTES`] and [`DRAIN_TIME`].
 async fn drain(body: &mut Body) {
+    let drained = drain_within(body, DRAIN_BYTES, DRAIN_TIME).await;
+    tracing::debug!(drained, "oversized body drained");
+}
+
+/// Reads and discards a body up to `max_bytes` and `max_time`; whether it ended within them.
+async fn drain_within(body: &mut Body, max_bytes: usize, max_time: std::time::Duration) -> bool {
     use http_body_util::BodyExt;
 
     let discard = async {
@@ -239,17 +315,17 @@ async fn drain(body: &mut Body) {
             match body.frame().await {
                 Some(Ok(frame)) => seen += frame.data_ref().map_or(0, |d| d.len()),
                 Some(Err(e)) => {
-                    tracing::debug!(error = %e, seen, "oversized body: read error while draining");
-                    break;
+                    tracing::debug!(error = %e, seen, "read error while draining a refused body");
+                    return false;
                 }
-                None => break,
+                None => return true,
             }
-            if seen > DRAIN_BYTES {
-                break;
+            if seen > max_bytes {
+                return false;
             }
         }
-        seen
     };
-    let drained = tokio::time::timeout(DRAIN_TIME, discard).await;
-    tracing::debug!(?drained, "oversized body drained");
+    tokio::time::timeout(max_time, discard)
+        .await
+        .unwrap_or(false)
 }

@@ -136,6 +136,10 @@ pub enum Limit {
     MaxStreamsPerSession,
     /// `http.max_batch_size` (400).
     MaxBatchSize,
+    /// `http.max_json_values` (400).
+    MaxJsonValues,
+    /// `http.max_sse_streams_per_principal` (503).
+    PrincipalSseStreams,
     /// `http.max_connections_per_ip` (429, then the connection closes).
     MaxConnectionsPerIp,
     /// `auth.max_listen_streams_per_principal` (429).
@@ -153,7 +157,7 @@ pub enum Limit {
 }
 
 impl Limit {
-    pub const ALL: [Limit; 29] = [
+    pub const ALL: [Limit; 31] = [
         Limit::MaxBodyBytes,
         Limit::MaxInFlight,
         Limit::ModernMaxInFlight,
@@ -176,6 +180,8 @@ impl Limit {
         Limit::MaxSseStreams,
         Limit::MaxStreamsPerSession,
         Limit::MaxBatchSize,
+        Limit::MaxJsonValues,
+        Limit::PrincipalSseStreams,
         Limit::MaxConnectionsPerIp,
         Limit::PrincipalListenStreams,
         Limit::MaxUpstreamChildren,
@@ -209,6 +215,8 @@ impl Limit {
             Limit::MaxSseStreams => "max_sse_streams",
             Limit::MaxStreamsPerSession => "max_streams_per_session",
             Limit::MaxBatchSize => "max_batch_size",
+            Limit::MaxJsonValues => "max_json_values",
+            Limit::PrincipalSseStreams => "max_sse_streams_per_principal",
             Limit::MaxConnectionsPerIp => "max_connections_per_ip",
             Limit::PrincipalListenStreams => "max_listen_streams_per_principal",
             Limit::MaxUpstreamChildren => "max_upstream_children",

@@ -13,6 +13,8 @@ use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
+use tower_service::Service;
+
 use super::ConnectionLimits;
 use crate::auth::{KeyedCounts, KeyedSlot};
 use crate::http::error::HttpError;
@@ -79,11 +81,22 @@ pub(super) fn refuse(
         return;
     };
     let deadline = limits.header_timeout;
+    let overflow = match why {
+        Refused::Server => limits.overflow.clone(),
+        Refused::Address => None,
+    };
     connections.spawn(async move {
         let _permit = permit;
-        let service = hyper::service::service_fn(move |_request| async move {
-            let error = HttpError::new(status, codes::SERVER_ERROR, message).retry_after(1);
-            Ok::<_, Infallible>(error.into_response())
+        let service = hyper::service::service_fn(move |request: hyper::Request<_>| {
+            let overflow = overflow.clone();
+            async move {
+                let Some(mut router) = overflow else {
+                    let error = HttpError::new(status, codes::SERVER_ERROR, message).retry_after(1);
+                    return Ok::<_, Infallible>(error.into_response());
+                };
+                let request = request.map(axum::body::Body::new);
+                router.call(request).await
+            }
         });
         let mut builder = auto::Builder::new(TokioExecutor::new());
         builder.http1().keep_alive(false);
