@@ -100,4 +100,7 @@ pub use metrics::Metrics;
 pub use protocol::{
     CallToolResult, Content, GetPromptResult, PromptArgument, PromptMessage, ResourceContents, Role,
 };
-pub use server::{BuildError, Server, ServerBuilder};
+pub use server::{
+    BuildError, Server, ServerBuilder, bind_admin_listener, check_admin_address,
+    check_listen_address,
+};

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use mcp_actor::Server;
-use mcp_actor::config::LogFormat;
+use mcp_actor::config::{AdminSection, Config, LogFormat};
 use mcp_actor::providers::upstream::{Gateway, supervisor};
 use mcp_actor::providers::{
     LoadedConfig, ProviderRuntime, ResourceWatcher, become_child_subreaper,
@@ -116,7 +116,20 @@ enum Command {
     },
 }
 
-fn main() -> anyhow::Result<()> {
+/// Expected errors (a busy port, a refused address, a configuration error) print their
+/// message alone and exit 1: returning them from `main` would make anyhow print a backtrace
+/// under them whenever `RUST_BACKTRACE` is set. A panic still prints its backtrace.
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> anyhow::Result<()> {
     // Not a clap subcommand: its arguments after `--` are another program's, passed as
     // they are (see `upstream::supervisor`).
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -199,9 +212,17 @@ async fn serve(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<()> {
     if let Some(node_id) = cli.node_id {
         config.server.node_id = node_id;
     }
+    // Nobody chose the admin address when it is the built-in default and no flag names
+    // one: only then may a busy port mean another one (`bind_admin_listener`).
+    let admin_is_default =
+        cli.admin_listen.is_none() && config.admin.listen == AdminSection::default().listen;
     if let Some(admin) = cli.admin_listen {
         (config.admin.listen, config.admin.enabled) = (admin, true);
     }
+    // Before anything slow (upstreams take seconds to start): a refused or busy address
+    // fails at once.
+    let listener = bind_endpoint(&config).await?;
+    let admin = bind_admin(&config, admin_is_default).await?;
     let metrics = Server::new_metrics(&config);
     let runtime = ProviderRuntime::with_metrics(&config, Arc::clone(&metrics))?;
     let provided = loaded.build(&runtime)?;
@@ -237,15 +258,6 @@ async fn serve(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<()> {
         .clone()
         .map(|path| Reloader::new(server.clone(), path, runtime, loaded.config, resources));
     reload::spawn(reloader, watch, debounce);
-    let listen = server.config().server.listen;
-    server.check_listen_address(listen)?;
-    let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| {
-        format!(
-            "cannot listen on {listen}; choose another address with --listen, for example \
-             `mcp-actor --listen 127.0.0.1:9000` (through cargo: `cargo run --release -- --listen 127.0.0.1:9000`)"
-        )
-    })?;
-    let admin = bind_admin(&server).await?;
     raise_descriptor_limit(server.config().http.max_connections);
     let addr = listener.local_addr()?;
     let url = format!("http://{}{}", reachable(addr), server.config().server.path);
@@ -280,15 +292,30 @@ async fn serve(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Binds the MCP endpoint's listener (`server.listen`, `--listen`).
+async fn bind_endpoint(config: &Config) -> anyhow::Result<tokio::net::TcpListener> {
+    let listen = config.server.listen;
+    mcp_actor::check_listen_address(config, listen)?;
+    tokio::net::TcpListener::bind(listen).await.with_context(|| {
+        format!(
+            "cannot listen on {listen}; choose another address with --listen, for example \
+             `mcp-actor --listen 127.0.0.1:9000` (through cargo: `cargo run --release -- --listen 127.0.0.1:9000`)"
+        )
+    })
+}
+
 /// Binds the admin listener (`[admin]`, `--admin-listen`), or `None` when it is off.
-async fn bind_admin(server: &Server) -> anyhow::Result<Option<tokio::net::TcpListener>> {
-    let admin = &server.config().admin;
+async fn bind_admin(
+    config: &Config,
+    is_default: bool,
+) -> anyhow::Result<Option<tokio::net::TcpListener>> {
+    let admin = &config.admin;
     if !admin.enabled {
         return Ok(None);
     }
     let listen = admin.listen;
-    server.check_admin_address(listen)?;
-    let listener = tokio::net::TcpListener::bind(listen).await;
+    mcp_actor::check_admin_address(config, listen)?;
+    let listener = mcp_actor::bind_admin_listener(listen, is_default).await;
     let listener = listener.with_context(|| {
         format!(
             "cannot listen on {listen} for the admin endpoints (/metrics, /healthz, /readyz); \
@@ -366,8 +393,14 @@ fn check(file: &std::path::Path) -> anyhow::Result<()> {
             for warning in &provided.warnings {
                 eprintln!("warning: {warning}");
             }
+            let config = loaded.config;
+            // The refusals the server makes at startup, so `check` passes no file it refuses.
+            mcp_actor::check_listen_address(&config, config.server.listen)?;
+            if config.admin.enabled {
+                mcp_actor::check_admin_address(&config, config.admin.listen)?;
+            }
             Server::builder()
-                .config(loaded.config)
+                .config(config)
                 .features(provided.features)
                 .build()?;
             println!("{}: ok", file.display());
