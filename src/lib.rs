@@ -25,6 +25,9 @@
 //!         → features → context → events → config → protocol → jsonrpc → metrics → log_limit
 //! ```
 //!
+//! Above them all, `src/call/` is the binary's `mcp-actor call` client, not part of the
+//! library: it reaches a server over HTTP only, and imports no layer.
+//!
 //! - `http` is the only layer that knows HTTP: connections and their limits, header checks,
 //!   statuses, JSON bodies and SSE framing. Its handlers send a session actor one message and
 //!   await one oneshot reply, or hand a 2026-07-28 request to [`stateless`].

@@ -16,6 +16,8 @@ use mcp_actor::providers::{
 use mcp_actor::reload::{self, Reloader};
 use tracing_subscriber::EnvFilter;
 
+mod call;
+
 // mimalloc, chosen by measurement against the system allocator; see docs/performance.md.
 #[global_allocator]
 static ALLOCATOR: WordAligned = WordAligned;
@@ -104,6 +106,20 @@ struct Cli {
 enum Command {
     /// Validate a configuration file and exit (0 when valid).
     Check { file: PathBuf },
+    /// Call a tool on a running server and print its result; questions the server asks
+    /// (elicitation, sampling) are answered from the terminal, one line each.
+    Call {
+        /// The tool's name, as tools/list shows it.
+        tool: String,
+        /// Arguments as key=value (a value is JSON when it parses as JSON, else a string).
+        args: Vec<String>,
+        /// The arguments as one JSON object; key=value pairs are merged over it.
+        #[arg(long)]
+        json: Option<String>,
+        /// The server's MCP endpoint.
+        #[arg(long, default_value = "http://127.0.0.1:8080/mcp")]
+        url: String,
+    },
     /// GET a probe of a running server (a container HEALTHCHECK needs no curl): exit 0 on
     /// a 2xx answer, 1 otherwise.
     Probe {
@@ -139,6 +155,23 @@ fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match &cli.command {
         Some(Command::Check { file }) => return runtime(0)?.block_on(async { check(file) }),
+        Some(Command::Call {
+            tool,
+            args,
+            json,
+            url,
+        }) => {
+            let request = call::CallRequest {
+                url: url.clone(),
+                tool: tool.clone(),
+                pairs: args.clone(),
+                json: json.clone(),
+            };
+            if !runtime(1)?.block_on(call::call(request))? {
+                std::process::exit(1);
+            }
+            return Ok(());
+        }
         Some(Command::Probe { url, timeout }) => {
             return runtime(1)?.block_on(probe(url, *timeout));
         }
