@@ -310,7 +310,7 @@ async fn serve(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<()> {
     let _ = writeln!(
         std::io::stdout(),
         "mcp-actor listening on {url}{everywhere}\n  MCP Inspector: npx -y @modelcontextprotocol/inspector@2.12.0 --cli {url} \
-         --transport http --method tools/list   (Node 22.19 or newer)\n  Claude Code:   claude mcp add --transport http mcp-actor {url}\n  admin: {admin_url}"
+         --transport http --method tools/list   (Node 20 works; npm warns EBADENGINE below 22.19)\n  Claude Code:   claude mcp add --transport http mcp-actor {url}\n  admin: {admin_url}"
     );
     let _ = std::io::stdout().flush();
     if let Some(admin) = admin {
