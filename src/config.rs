@@ -10,6 +10,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 pub mod auth;
+mod every_type_error;
 mod locate;
 pub mod names;
 pub mod providers;
@@ -162,29 +163,46 @@ impl Config {
         Config::parse(&text, &display)
     }
 
-    /// Parses and validates configuration text; `origin` names it in errors. Every semantic
-    /// error is reported at once; a syntax or type error stops at the first (serde does).
+    /// Parses and validates configuration text; `origin` names it in errors. Every error is
+    /// reported at once, in file order, except a TOML syntax error, which stops the parse.
     pub fn parse(text: &str, origin: &str) -> Result<Config, ConfigError> {
         let config = Config::parse_types(text, origin)?;
-        let mut errors = config.section_errors();
-        errors.extend(config.entry_errors());
-        errors.extend(config.auth.iter().flat_map(auth::AuthSection::errors));
-        errors.extend(upstreams::errors(&config.gateway, &config.upstreams));
+        let errors = config.semantic_errors();
         if !errors.is_empty() {
             return Err(located_errors(text, origin, errors));
         }
         Ok(config)
     }
 
-    /// Parses configuration text into its types only: TOML syntax, known keys, value types.
-    /// The first such error stops the parse, as serde cannot go on past it.
+    /// What types alone cannot check: limits, names, `[auth]`, `[[upstreams]]`.
+    fn semantic_errors(&self) -> Vec<(String, String)> {
+        let mut errors = self.section_errors();
+        errors.extend(self.entry_errors());
+        errors.extend(self.auth.iter().flat_map(auth::AuthSection::errors));
+        errors.extend(upstreams::errors(&self.gateway, &self.upstreams));
+        errors
+    }
+
+    /// Parses configuration text into its types: TOML syntax, known keys, value types. A
+    /// syntax error stops the parse; otherwise every unknown key and type error is
+    /// reported together, with the semantic errors of the rest of the file.
     pub(crate) fn parse_types(text: &str, origin: &str) -> Result<Config, ConfigError> {
         let deserializer =
             toml::Deserializer::parse(text).map_err(|e| toml_error(text, origin, "", &e))?;
-        serde_path_to_error::deserialize(deserializer).map_err(|e| {
-            let key = e.path().to_string();
-            toml_error(text, origin, &key, e.inner())
-        })
+        let first = match serde_path_to_error::deserialize(deserializer) {
+            Ok(config) => return Ok(config),
+            Err(e) => e,
+        };
+        let (mut errors, rest) = every_type_error::every_type_error(text);
+        if errors.is_empty() {
+            // Not expected (the table holds what the text does); the first error stands.
+            let key = first.path().to_string();
+            return Err(toml_error(text, origin, &key, first.inner()));
+        }
+        if let Some(rest) = rest {
+            errors.extend(rest.semantic_errors());
+        }
+        Err(located_errors(text, origin, errors))
     }
 
     /// Checks the `[[tools]]`, `[[resources]]` and `[[prompts]]` entries for what their types

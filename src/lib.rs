@@ -26,6 +26,9 @@
 //!         → protocol → jsonrpc → metrics → { log_format | log_limit }
 //! ```
 //!
+//! Above them all, `src/call/` is the binary's `mcp-actor call` client, not part of the
+//! library: it reaches a server over HTTP only, and imports no layer.
+//!
 //! - `http` is the only layer that knows HTTP: connections and their limits, header checks,
 //!   statuses, JSON bodies and SSE framing. Its handlers send a session actor one message and
 //!   await one oneshot reply, or hand a 2026-07-28 request to [`stateless`].
@@ -101,4 +104,7 @@ pub use metrics::Metrics;
 pub use protocol::{
     CallToolResult, Content, GetPromptResult, PromptArgument, PromptMessage, ResourceContents, Role,
 };
-pub use server::{BuildError, Server, ServerBuilder};
+pub use server::{
+    BuildError, Server, ServerBuilder, bind_admin_listener, check_admin_address,
+    check_listen_address,
+};

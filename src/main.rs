@@ -8,13 +8,15 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use mcp_actor::Server;
-use mcp_actor::config::LogFormat;
+use mcp_actor::config::{AdminSection, Config, LogFormat};
 use mcp_actor::providers::upstream::{Gateway, supervisor};
 use mcp_actor::providers::{
     LoadedConfig, ProviderRuntime, ResourceWatcher, become_child_subreaper,
 };
 use mcp_actor::reload::{self, Reloader};
 use tracing_subscriber::EnvFilter;
+
+mod call;
 
 // mimalloc, chosen by measurement against the system allocator; see docs/performance.md.
 #[global_allocator]
@@ -104,6 +106,20 @@ struct Cli {
 enum Command {
     /// Validate a configuration file and exit (0 when valid).
     Check { file: PathBuf },
+    /// Call a tool on a running server and print its result; questions the server asks
+    /// (elicitation, sampling) are answered from the terminal, one line each.
+    Call {
+        /// The tool's name, as tools/list shows it.
+        tool: String,
+        /// Arguments as key=value (a value is JSON when it parses as JSON, else a string).
+        args: Vec<String>,
+        /// The arguments as one JSON object; key=value pairs are merged over it.
+        #[arg(long)]
+        json: Option<String>,
+        /// The server's MCP endpoint.
+        #[arg(long, default_value = "http://127.0.0.1:8080/mcp")]
+        url: String,
+    },
     /// GET a probe of a running server (a container HEALTHCHECK needs no curl): exit 0 on
     /// a 2xx answer, 1 otherwise.
     Probe {
@@ -116,7 +132,20 @@ enum Command {
     },
 }
 
-fn main() -> anyhow::Result<()> {
+/// Expected errors (a busy port, a refused address, a configuration error) print their
+/// message alone and exit 1: returning them from `main` would make anyhow print a backtrace
+/// under them whenever `RUST_BACKTRACE` is set. A panic still prints its backtrace.
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> anyhow::Result<()> {
     // Not a clap subcommand: its arguments after `--` are another program's, passed as
     // they are (see `upstream::supervisor`).
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -126,6 +155,23 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match &cli.command {
         Some(Command::Check { file }) => return runtime(0)?.block_on(async { check(file) }),
+        Some(Command::Call {
+            tool,
+            args,
+            json,
+            url,
+        }) => {
+            let request = call::CallRequest {
+                url: url.clone(),
+                tool: tool.clone(),
+                pairs: args.clone(),
+                json: json.clone(),
+            };
+            if !runtime(1)?.block_on(call::call(request))? {
+                std::process::exit(1);
+            }
+            return Ok(());
+        }
         Some(Command::Probe { url, timeout }) => {
             return runtime(1)?.block_on(probe(url, *timeout));
         }
@@ -213,9 +259,17 @@ async fn serve(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<()> {
     if let Some(node_id) = cli.node_id {
         config.server.node_id = node_id;
     }
+    // Nobody chose the admin address when it is the built-in default and no flag names
+    // one: only then may a busy port mean another one (`bind_admin_listener`).
+    let admin_is_default =
+        cli.admin_listen.is_none() && config.admin.listen == AdminSection::default().listen;
     if let Some(admin) = cli.admin_listen {
         (config.admin.listen, config.admin.enabled) = (admin, true);
     }
+    // Before anything slow (upstreams take seconds to start): a refused or busy address
+    // fails at once.
+    let listener = bind_endpoint(&config).await?;
+    let admin = bind_admin(&config, admin_is_default).await?;
     let metrics = Server::new_metrics(&config);
     let runtime = ProviderRuntime::with_metrics(&config, Arc::clone(&metrics))?;
     let provided = loaded.build(&runtime)?;
@@ -251,15 +305,6 @@ async fn serve(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<()> {
         .clone()
         .map(|path| Reloader::new(server.clone(), path, runtime, loaded.config, resources));
     reload::spawn(reloader, watch, debounce);
-    let listen = server.config().server.listen;
-    server.check_listen_address(listen)?;
-    let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| {
-        format!(
-            "cannot listen on {listen}; choose another address with --listen, for example \
-             `mcp-actor --listen 127.0.0.1:9000` (through cargo: `cargo run --release -- --listen 127.0.0.1:9000`)"
-        )
-    })?;
-    let admin = bind_admin(&server).await?;
     raise_descriptor_limit(server.config().http.max_connections);
     let addr = listener.local_addr()?;
     let url = format!("http://{}{}", reachable(addr), server.config().server.path);
@@ -279,7 +324,7 @@ async fn serve(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<()> {
     let _ = writeln!(
         std::io::stdout(),
         "mcp-actor listening on {url}{everywhere}\n  MCP Inspector: npx -y @modelcontextprotocol/inspector@2.12.0 --cli {url} \
-         --transport http --method tools/list   (Node 22.19 or newer)\n  Claude Code:   claude mcp add --transport http mcp-actor {url}\n  admin: {admin_url}"
+         --transport http --method tools/list   (Node 20 works; npm warns EBADENGINE below 22.19)\n  Claude Code:   claude mcp add --transport http mcp-actor {url}\n  admin: {admin_url}"
     );
     let _ = std::io::stdout().flush();
     if let Some(admin) = admin {
@@ -294,15 +339,30 @@ async fn serve(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Binds the MCP endpoint's listener (`server.listen`, `--listen`).
+async fn bind_endpoint(config: &Config) -> anyhow::Result<tokio::net::TcpListener> {
+    let listen = config.server.listen;
+    mcp_actor::check_listen_address(config, listen)?;
+    tokio::net::TcpListener::bind(listen).await.with_context(|| {
+        format!(
+            "cannot listen on {listen}; choose another address with --listen, for example \
+             `mcp-actor --listen 127.0.0.1:9000` (through cargo: `cargo run --release -- --listen 127.0.0.1:9000`)"
+        )
+    })
+}
+
 /// Binds the admin listener (`[admin]`, `--admin-listen`), or `None` when it is off.
-async fn bind_admin(server: &Server) -> anyhow::Result<Option<tokio::net::TcpListener>> {
-    let admin = &server.config().admin;
+async fn bind_admin(
+    config: &Config,
+    is_default: bool,
+) -> anyhow::Result<Option<tokio::net::TcpListener>> {
+    let admin = &config.admin;
     if !admin.enabled {
         return Ok(None);
     }
     let listen = admin.listen;
-    server.check_admin_address(listen)?;
-    let listener = tokio::net::TcpListener::bind(listen).await;
+    mcp_actor::check_admin_address(config, listen)?;
+    let listener = mcp_actor::bind_admin_listener(listen, is_default).await;
     let listener = listener.with_context(|| {
         format!(
             "cannot listen on {listen} for the admin endpoints (/metrics, /healthz, /readyz); \
@@ -380,8 +440,14 @@ fn check(file: &std::path::Path) -> anyhow::Result<()> {
             for warning in &provided.warnings {
                 eprintln!("warning: {warning}");
             }
+            let config = loaded.config;
+            // The refusals the server makes at startup, so `check` passes no file it refuses.
+            mcp_actor::check_listen_address(&config, config.server.listen)?;
+            if config.admin.enabled {
+                mcp_actor::check_admin_address(&config, config.admin.listen)?;
+            }
             Server::builder()
-                .config(loaded.config)
+                .config(config)
                 .features(provided.features)
                 .build()?;
             println!("{}: ok", file.display());

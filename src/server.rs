@@ -37,8 +37,10 @@ use crate::stateless::ModernState;
 use crate::stateless::request_state::RequestStateKey;
 use crate::stateless::tasks::TaskStore;
 
+mod bind;
 mod drain;
 mod swap;
+pub use bind::{bind_admin_listener, check_admin_address, check_listen_address};
 use drain::{drain_then_shut_down, signals};
 use swap::FeatureSwap;
 
@@ -187,20 +189,9 @@ impl Server {
     }
 
     /// Refuses an admin address other machines can reach unless
-    /// `server.allow_unauthenticated` is set, as [`check_listen_address`](Self::check_listen_address)
-    /// does for the endpoint: the metrics tell who uses the server and how.
+    /// `server.allow_unauthenticated` is set ([`check_admin_address`]).
     pub fn check_admin_address(&self, addr: std::net::SocketAddr) -> io::Result<()> {
-        self.check_listen_address(addr).map_err(|_| {
-            io::Error::new(
-                io::ErrorKind::PermissionDenied,
-                format!(
-                    "refusing to serve the admin endpoints on {addr} without authentication: \
-                     other machines could read the metrics. Listen on 127.0.0.1 (admin.listen \
-                     or --admin-listen), or set server.allow_unauthenticated = true when only \
-                     a trusted network reaches it"
-                ),
-            )
-        })
+        check_admin_address(&self.app.config, addr)
     }
 
     /// Whether the node is draining (or has shut down).
@@ -218,22 +209,10 @@ impl Server {
         }
     }
 
-    /// Refuses an address other machines can reach unless `server.allow_unauthenticated`
-    /// is set: without authentication, anyone who reaches the port could run the tools.
+    /// Refuses an address other machines can reach unless `[auth]` or
+    /// `server.allow_unauthenticated` is set ([`check_listen_address`]).
     pub fn check_listen_address(&self, addr: std::net::SocketAddr) -> io::Result<()> {
-        let config = &self.app.config;
-        if addr.ip().is_loopback() || config.auth.is_some() || config.server.allow_unauthenticated {
-            return Ok(());
-        }
-        Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!(
-                "refusing to serve on {addr} without authentication: other machines could reach \
-                 it and run its tools. Listen on 127.0.0.1, configure [auth], or set \
-                 server.allow_unauthenticated = true when a trusted proxy in front \
-                 authenticates clients"
-            ),
-        ))
+        check_listen_address(&self.app.config, addr)
     }
 
     /// Live sessions.

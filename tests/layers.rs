@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&[&str]] = &[
     // Compiled for `cargo fuzz` only; it exposes entry points of every layer.
     &["fuzzing"],
+    // The binary's `mcp-actor call` client: it speaks to a server over HTTP only.
+    &["call"],
     &["reload"],
     &["server"],
     &["http"],

@@ -24,9 +24,28 @@ pub fn validate_tool_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The name of `known` nearest to `wanted`, when one is near enough to be a typo of it:
+/// "did you mean `max_connections`?" helps more than a list of every key.
+pub fn suggest<'a>(wanted: &str, known: &[&'a str]) -> Option<&'a str> {
+    known
+        .iter()
+        .map(|k| (strsim::damerau_levenshtein(wanted, k), *k))
+        .filter(|(distance, k)| *distance <= (k.len().max(wanted.len()) / 3).max(1))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, k)| k)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn suggestions_are_near_names_only() {
+        let known = ["max_connections", "max_body_bytes", "idle_timeout"];
+        assert_eq!(suggest("max_conections", &known), Some("max_connections"));
+        assert_eq!(suggest("idle_timeuot", &known), Some("idle_timeout"));
+        assert_eq!(suggest("colour", &known), None);
+    }
 
     #[test]
     fn tool_names_follow_sep_986() {

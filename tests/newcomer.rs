@@ -1,0 +1,254 @@
+//! What a new user meets in their first hour, run over the real binary: a second instance
+//! on one machine, `check` refusing what the server refuses, every mistake of a file in one
+//! `check`, expected startup errors without a backtrace, and `mcp-actor call` answering an
+//! elicitation from the terminal.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{TempDir, TestServer, binary, run_binary, run_check};
+
+const AUTH: &str = "[auth]\nresource = \"https://mcp.example.com/mcp\"\n\
+    authorization_servers = [\"https://auth.example.com\"]\n\
+    [[auth.tokens]]\nprincipal = \"ci\"\ntoken_env = \"NEWCOMER_TOKEN\"\n";
+const TOKEN: (&str, &str) = ("NEWCOMER_TOKEN", "newcomer-token-5f0c2a9e");
+
+/// A server started as the README says, without `--admin-listen`; killed on drop.
+struct Instance {
+    child: Child,
+    url: String,
+    admin: String,
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts the binary with `args` and reads its banner, or returns what it printed to stderr
+/// when it exits first.
+fn start(args: &[&str]) -> Result<Instance, String> {
+    let mut child = Command::new(binary())
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mcp-actor");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let (mut url, mut admin, mut line) = (String::new(), String::new(), String::new());
+    while admin.is_empty() {
+        line.clear();
+        if stdout.read_line(&mut line).unwrap_or(0) == 0 {
+            let _ = child.wait();
+            let mut stderr = String::new();
+            if let Some(mut pipe) = child.stderr.take() {
+                let _ = pipe.read_to_string(&mut stderr);
+            }
+            return Err(stderr);
+        }
+        if let Some(rest) = line.trim().strip_prefix("mcp-actor listening on ") {
+            url = rest.to_string();
+        }
+        if let Some(rest) = line.trim().strip_prefix("admin: ") {
+            admin = rest.trim_end_matches("/metrics").to_string();
+        }
+    }
+    // The stdout pipe must keep a reader, or a later write would fail with EPIPE.
+    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+    Ok(Instance { child, url, admin })
+}
+
+async fn healthy(admin: &str) -> bool {
+    let answer = reqwest::get(format!("{admin}/healthz")).await;
+    answer.is_ok_and(|r| r.status().is_success())
+}
+
+#[tokio::test]
+async fn two_instances_started_as_the_readme_says_both_run() {
+    // `config/gateway.toml`'s upstreams are not installed here (scripts/upstreams.sh
+    // installs others), so the second instance is the default one again: it meets the
+    // same admin port as the gateway would.
+    let first = start(&["--listen", "127.0.0.1:0"]).expect("the first instance starts");
+    let began = Instant::now();
+    let second = start(&["--listen", "127.0.0.1:0"])
+        .unwrap_or_else(|stderr| panic!("the second instance exited: {stderr}"));
+    assert!(began.elapsed() < Duration::from_secs(10));
+    assert_ne!(
+        first.admin, second.admin,
+        "both report the same admin address"
+    );
+    assert_ne!(first.url, second.url);
+    assert!(healthy(&first.admin).await, "{}", first.admin);
+    assert!(healthy(&second.admin).await, "{}", second.admin);
+}
+
+#[test]
+fn an_admin_address_the_user_chose_still_fails_at_once_when_busy() {
+    let held = TcpListener::bind("127.0.0.1:0").expect("hold a port");
+    let busy = held.local_addr().expect("address").to_string();
+    let args = ["--listen", "127.0.0.1:0", "--admin-listen", &busy];
+    let (status, stderr) = run_binary(&args, Duration::from_secs(10)).expect("it exits");
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("for the admin endpoints"), "{stderr}");
+}
+
+#[test]
+fn check_refuses_the_two_non_loopback_configs() {
+    let dir = TempDir::new("newcomer-check");
+    let configs = [
+        ("listen.toml", "[server]\nlisten = \"0.0.0.0:8080\"\n"),
+        (
+            "admin.toml",
+            "[admin]\nenabled = true\nlisten = \"0.0.0.0:9191\"\n",
+        ),
+    ];
+    for (name, text) in configs {
+        let (status, _, stderr) = run_check(&dir.write(name, text), &[]);
+        assert_eq!(status.code(), Some(1), "{name}: {stderr}");
+        assert!(stderr.contains("refusing to serve"), "{name}: {stderr}");
+    }
+}
+
+#[test]
+fn auth_does_not_open_the_admin_listener_beyond_loopback() {
+    let dir = TempDir::new("newcomer-admin-auth");
+    let file = dir.write("auth.toml", AUTH);
+    let args = ["--config", file.to_str().expect("utf-8"), "--listen"];
+    let args = [&args[..], &["127.0.0.1:0", "--admin-listen", "0.0.0.0:0"]].concat();
+    let began = Instant::now();
+    let mut cmd = Command::new(binary());
+    cmd.args(&args)
+        .env(TOKEN.0, TOKEN.1)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("start mcp-actor");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while child.try_wait().expect("wait").is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let exited = child.try_wait().expect("wait");
+    let _ = child.kill();
+    let output = child.wait_with_output().expect("output");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(exited.is_some(), "it served the admin endpoints on 0.0.0.0");
+    assert_eq!(exited.and_then(|s| s.code()), Some(1), "{stderr}");
+    assert!(began.elapsed() < Duration::from_secs(5));
+    assert!(stderr.contains("admin endpoints on 0.0.0.0"), "{stderr}");
+    let public = format!("{AUTH}\n[admin]\nlisten = \"0.0.0.0:9191\"\n");
+    let (status, _, stderr) = run_check(&dir.write("public.toml", &public), &[TOKEN]);
+    assert_eq!(status.code(), Some(1), "check: {stderr}");
+}
+
+#[test]
+fn check_reports_an_unknown_key_and_a_bad_duration_in_one_run_with_a_suggestion() {
+    let dir = TempDir::new("newcomer-one-pass");
+    let text = "[http]\nmax_conections = 10\n\n[sessions]\nidle_ttl = \"soon\"\n\n\
+                [pagination]\npage_size = 0\n";
+    let (status, _, stderr) = run_check(&dir.write("typos.toml", text), &[]);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    let unknown = stderr.find(":2:").expect("the unknown key on line 2");
+    let duration = stderr.find(":5:").expect("the bad duration on line 5");
+    assert!(unknown < duration, "not in file order: {stderr}");
+    assert!(
+        stderr.contains("did you mean `max_connections`?"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("sessions.idle_ttl"), "{stderr}");
+    assert!(stderr.contains("pagination.page_size"), "{stderr}");
+    assert!(
+        !stderr.contains("max_body_bytes"),
+        "lists every key: {stderr}"
+    );
+}
+
+#[test]
+fn expected_startup_errors_print_no_backtrace() {
+    let held = TcpListener::bind("127.0.0.1:0").expect("hold a port");
+    let busy = held.local_addr().expect("address").to_string();
+    let dir = TempDir::new("newcomer-startup");
+    let bad = dir.write("bad.toml", "[sessions]\nidle_ttl = \"soon\"\n");
+    let runs: [&[&str]; 2] = [
+        &["--listen", &busy, "--admin-listen", "127.0.0.1:0"],
+        &["--config", bad.to_str().expect("utf-8")],
+    ];
+    for args in runs {
+        let mut child = Command::new(binary())
+            .args(args)
+            .env("RUST_BACKTRACE", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start mcp-actor");
+        let mut stderr = String::new();
+        let _ = child
+            .stderr
+            .take()
+            .expect("stderr")
+            .read_to_string(&mut stderr);
+        let status = child.wait().expect("wait");
+        assert_eq!(status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            !stderr.to_lowercase().contains("backtrace"),
+            "{args:?}: {stderr}"
+        );
+        let lines = stderr.lines().filter(|l| !l.trim().is_empty()).count();
+        assert!(lines <= 2, "{args:?}: {lines} lines: {stderr}");
+    }
+}
+
+#[tokio::test]
+async fn call_ask_answers_an_elicitation_from_stdin() {
+    let server = TestServer::start();
+    let mut child = Command::new(binary())
+        .args(["call", "ask", "question=Your name?", "--url", &server.url])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run mcp-actor call");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"Ada\n")
+        .expect("answer");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("mcp-actor call did not finish");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let output = child.wait_with_output().expect("output");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.contains("Your name?"), "the question: {stderr}");
+    assert_eq!(stdout.trim(), "Ada", "{stderr}");
+    let metrics = format!("{}/metrics", server.admin_url);
+    let mut active = f64::NAN;
+    for _ in 0..50 {
+        let text = reqwest::get(&metrics).await.expect("metrics").text().await;
+        active = text
+            .unwrap_or_default()
+            .lines()
+            .find(|l| l.starts_with("mcp_sessions_active"))
+            .and_then(|l| l.split_whitespace().last()?.parse().ok())
+            .unwrap_or(f64::NAN);
+        if active == 0.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(active, 0.0, "the session was not deleted");
+}
