@@ -29,8 +29,8 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use super::routing::{Events, Ignored, Relay};
 use super::route::{self, Incoming, Route};
+pub(crate) use super::routing::{Events, Ignored, Relay};
 use crate::context::{ClientRequestError, RequestContext};
 use crate::jsonrpc::{self, Message, RequestId, RpcError};
 use crate::protocol::LogLevel;
