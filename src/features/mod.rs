@@ -287,8 +287,12 @@ impl Features {
     ) -> Result<Value, RpcError> {
         let params = params_object(params)?;
         let uri = required_str(params, "uri")?.to_string();
-        let canonical = canonical_resource_uri(&uri)
-            .map_err(|e| RpcError::from(ResourceError::InvalidUri(e.to_string())))?;
+        let canonical = canonical_resource_uri(&uri).map_err(|e| {
+            // A URI with dot segments or encoded tricks is refused here, before any
+            // resolver sees it; the operator still hears of it, as of any refused read.
+            crate::log_limit::warn_limited!(%uri, reason = %e, "resources/read refused");
+            RpcError::from(ResourceError::InvalidUri(e.to_string()))
+        })?;
         let (handler, args) = if let Some(&i) = self.resource_index.get(&canonical) {
             (self.resources[i].handler.clone(), Arguments::new())
         } else {
