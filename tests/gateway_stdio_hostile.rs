@@ -258,6 +258,33 @@ async fn one_client_never_sees_another_clients_data_through_a_shared_upstream() 
 }
 
 #[tokio::test]
+async fn a_shared_upstreams_elicitation_is_refused_not_relayed_to_a_caller() {
+    let marker = format!("shared-ask-{}", unique());
+    let server = TestServer::with_config(&hostile("shared", &marker, "-", "scope = \"shared\""));
+    let bob = server.client().connect().await;
+    // Relayed, the request would wait on bob's stream for an answer this client never gives.
+    let asked = tokio::time::timeout(
+        Duration::from_secs(10),
+        bob.request(
+            json!(1),
+            "tools/call",
+            json!({ "name": "h__ask", "arguments": {} }),
+        ),
+    )
+    .await
+    .expect("the call ends: the request was refused, not relayed");
+    let relayed = asked
+        .messages
+        .iter()
+        .any(|m| m["method"] == "elicitation/create");
+    let result = asked.response(&json!(1)).expect("a response");
+    let answer = text_of(&result["result"]);
+    eprintln!("relayed to bob: {relayed}; the upstream heard: {answer}");
+    assert!(!relayed, "{:?}", asked.messages);
+    assert!(answer.contains("-32600"), "{answer}");
+}
+
+#[tokio::test]
 async fn a_crash_error_names_the_upstream_and_its_status_and_keeps_stderr_in_the_log() {
     let marker = format!("crash-{}", unique());
     let dir = common::TempDir::new("crash-log");

@@ -11,7 +11,8 @@ command line. Every mode serves the tools below; MODE decides what it does besid
   early      prints a line to stderr and exits 1 before it reads anything.
 Tools: echo (writes its `text` to stderr, then returns it), spew, badbyte (writes a 0xff
 byte to stderr), crash (prints a path to stderr and exits 1), leak (sends a log message
-holding the last `text` echo saw), pid.
+holding the last `text` echo saw), ask (sends an elicitation/create request and returns
+the answer it got, result or error, as JSON text), pid.
 """
 import json
 import os
@@ -40,7 +41,7 @@ def err(line):
 
 TOOLS = [
     {"name": n, "description": n, "inputSchema": {"type": "object"}}
-    for n in ["echo", "spew", "badbyte", "crash", "leak", "pid"]
+    for n in ["echo", "spew", "badbyte", "crash", "leak", "ask", "pid"]
 ]
 
 
@@ -87,6 +88,15 @@ def call(id_, name, args):
         send({"jsonrpc": "2.0", "method": "notifications/message",
               "params": {"level": "error", "data": f"last echo: {last_text}"}})
         text(id_, "leaked")
+    elif name == "ask":
+        send({"jsonrpc": "2.0", "id": "ask-1", "method": "elicitation/create",
+              "params": {"message": "Your name?", "requestedSchema": {
+                  "type": "object", "properties": {"name": {"type": "string"}}}}})
+        for line in sys.stdin:
+            answer = json.loads(line)
+            if answer.get("id") == "ask-1" and "method" not in answer:
+                text(id_, json.dumps(answer.get("error") or answer.get("result")))
+                return
     elif name == "pid":
         text(id_, str(os.getpid()))
 
