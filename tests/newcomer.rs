@@ -89,6 +89,78 @@ async fn two_instances_started_as_the_readme_says_both_run() {
     assert!(healthy(&second.admin).await, "{}", second.admin);
 }
 
+/// [`start`], given up after `limit`: the child, whose pid is read before the banner, is
+/// killed rather than left behind.
+fn start_within(args: Vec<String>, limit: Duration) -> Result<Instance, String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (pid_tx, pid_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let _ = tx.send(start_reporting_pid(&args, &pid_tx));
+    });
+    match rx.recv_timeout(limit) {
+        Ok(started) => started,
+        Err(_) => {
+            if let Ok(pid) = pid_rx.try_recv() {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid as i32),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            Err(format!("no banner within {limit:?}"))
+        }
+    }
+}
+
+fn start_reporting_pid(
+    args: &[&str],
+    pid: &std::sync::mpsc::Sender<u32>,
+) -> Result<Instance, String> {
+    let mut child = Command::new(binary())
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start mcp-actor");
+    let _ = pid.send(child.id());
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let (mut url, mut admin, mut line) = (String::new(), String::new(), String::new());
+    while admin.is_empty() {
+        line.clear();
+        if stdout.read_line(&mut line).unwrap_or(0) == 0 {
+            let status = child.wait();
+            return Err(format!("it exited: {status:?}"));
+        }
+        if let Some(rest) = line.trim().strip_prefix("mcp-actor listening on ") {
+            url = rest.to_string();
+        }
+        if let Some(rest) = line.trim().strip_prefix("admin: ") {
+            admin = rest.trim_end_matches("/metrics").to_string();
+        }
+    }
+    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+    Ok(Instance { child, url, admin })
+}
+
+#[tokio::test]
+async fn the_gateway_config_runs_beside_a_default_instance_as_its_header_says() {
+    // config/gateway.toml's header: a default instance first, then the gateway config. Both
+    // take free MCP ports here; the admin port is left to the defaults, as the header does.
+    // Its filesystem upstream comes from npm (npx), so the banner may wait for a download.
+    let first = start(&["--listen", "127.0.0.1:0"]).expect("the first instance starts");
+    let config = format!("{}/config/gateway.toml", env!("CARGO_MANIFEST_DIR"));
+    let args = ["--config", config.as_str(), "--listen", "127.0.0.1:0"];
+    let second = start_within(
+        args.iter().map(|a| a.to_string()).collect(),
+        Duration::from_secs(120),
+    )
+    .unwrap_or_else(|why| panic!("the gateway instance: {why}"));
+    assert_ne!(first.admin, second.admin);
+    assert!(healthy(&first.admin).await, "{}", first.admin);
+    assert!(healthy(&second.admin).await, "{}", second.admin);
+}
+
 #[test]
 fn an_admin_address_the_user_chose_still_fails_at_once_when_busy() {
     let held = TcpListener::bind("127.0.0.1:0").expect("hold a port");
