@@ -11,7 +11,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{BUILTIN_TOOLS_TOML, Client, LATEST, TestServer};
+use common::{BUILTIN_TOOLS_TOML, Client, LATEST, TestServer, rss_kib};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -79,16 +79,6 @@ async fn ping_latencies(
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     latencies
-}
-
-/// Resident memory of process `pid`, in KiB.
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
 }
 
 #[tokio::test]

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::in_process::InProcess;
 use common::modern::Modern;
-use common::{Client, TempDir, TestServer};
+use common::{Client, TempDir, TestServer, rss_kib};
 use mcp_actor::config::Config;
 use mcp_actor::{CallToolResult, RequestContext, Server, TaskSupport, Tool};
 use reqwest::StatusCode;
@@ -21,16 +21,6 @@ const MIB: u64 = 1024;
 /// One test at a time: the replay test's client reads its large replies in this process,
 /// which would count in the task test's resident memory.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// Resident memory of process `pid`, in KiB.
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
 
 /// Every reply is SSE, so every call's stream is logged and kept for resumption; each call
 /// of `big` answers with 3 MB of text.

@@ -15,7 +15,7 @@ mod common;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Session, TestServer, eventually};
+use common::{Session, TestServer, eventually, rss_kib};
 use serde_json::{Value, json};
 
 const LIMIT: Duration = Duration::from_secs(15);
@@ -88,16 +88,6 @@ impl Drop for Hostile {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// Resident memory of process `pid`, in KiB.
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
 }
 
 async fn session(server: &TestServer) -> Session {

@@ -13,7 +13,7 @@ mod common;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use common::{TestServer, eventually, processes_matching, unique, zombie_children};
+use common::{TestServer, eventually, processes_matching, rss_kib, unique, zombie_children};
 use serde_json::{Value, json};
 
 fn script() -> String {
@@ -38,15 +38,6 @@ fn hostile(mode: &str, marker: &str, file: &str, extra: &str) -> String {
         "[[upstreams]]\nname = \"h\"\ncommand = [\"python3\", \"{}\", \"{mode}\", \"{marker}\", \"{file}\"]\n{extra}\n",
         script()
     )
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
 }
 
 async fn call(session: &common::Session, id: u64, name: &str, arguments: Value) -> Value {

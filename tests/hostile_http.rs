@@ -7,22 +7,11 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{BUILTIN_TOOLS_TOML, LATEST, TestServer};
+use common::{BUILTIN_TOOLS_TOML, LATEST, TestServer, rss_kib};
 use serde_json::{Value, json};
 
 fn config(extra: &str) -> String {
     format!("{extra}\n{BUILTIN_TOOLS_TOML}")
-}
-
-/// The server's resident set, in KiB.
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
 }
 
 /// Samples `pid`'s RSS every 5 ms on a thread until the returned flag is set; the thread

@@ -34,35 +34,7 @@ impl Drop for Instance {
 /// Starts the binary with `args` and reads its banner, or returns what it printed to stderr
 /// when it exits first.
 fn start(args: &[&str]) -> Result<Instance, String> {
-    let mut child = Command::new(binary())
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start mcp-actor");
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    let (mut url, mut admin, mut line) = (String::new(), String::new(), String::new());
-    while admin.is_empty() {
-        line.clear();
-        if stdout.read_line(&mut line).unwrap_or(0) == 0 {
-            let _ = child.wait();
-            let mut stderr = String::new();
-            if let Some(mut pipe) = child.stderr.take() {
-                let _ = pipe.read_to_string(&mut stderr);
-            }
-            return Err(stderr);
-        }
-        if let Some(rest) = line.trim().strip_prefix("mcp-actor listening on ") {
-            url = rest.to_string();
-        }
-        if let Some(rest) = line.trim().strip_prefix("admin: ") {
-            admin = rest.trim_end_matches("/metrics").to_string();
-        }
-    }
-    // The stdout pipe must keep a reader, or a later write would fail with EPIPE.
-    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-    Ok(Instance { child, url, admin })
+    start_reporting_pid(args, &std::sync::mpsc::channel().0)
 }
 
 async fn healthy(admin: &str) -> bool {
@@ -112,6 +84,7 @@ fn start_within(args: Vec<String>, limit: Duration) -> Result<Instance, String> 
     }
 }
 
+/// [`start`], sending the child's pid on `pid` first.
 fn start_reporting_pid(
     args: &[&str],
     pid: &std::sync::mpsc::Sender<u32>,
@@ -120,7 +93,7 @@ fn start_reporting_pid(
         .args(args)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("start mcp-actor");
     let _ = pid.send(child.id());
@@ -129,8 +102,12 @@ fn start_reporting_pid(
     while admin.is_empty() {
         line.clear();
         if stdout.read_line(&mut line).unwrap_or(0) == 0 {
-            let status = child.wait();
-            return Err(format!("it exited: {status:?}"));
+            let _ = child.wait();
+            let mut stderr = String::new();
+            if let Some(mut pipe) = child.stderr.take() {
+                let _ = pipe.read_to_string(&mut stderr);
+            }
+            return Err(stderr);
         }
         if let Some(rest) = line.trim().strip_prefix("mcp-actor listening on ") {
             url = rest.to_string();
@@ -139,6 +116,7 @@ fn start_reporting_pid(
             admin = rest.trim_end_matches("/metrics").to_string();
         }
     }
+    // The stdout pipe must keep a reader, or a later write would fail with EPIPE.
     std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
     Ok(Instance { child, url, admin })
 }

@@ -628,3 +628,14 @@ pub fn run_check_without(
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
 }
+
+/// Resident memory of process `pid` (`VmRSS` in `/proc/PID/status`), in KiB; 0 once it is gone.
+pub fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
