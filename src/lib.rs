@@ -23,7 +23,7 @@
 //! ```text
 //!  reload → server (composition only) → http → { session | stateless }
 //!         → { dispatch | providers | auth } → features → context → events → config
-//!         → protocol → jsonrpc → metrics → { log_format | log_limit }
+//!         → protocol → jsonrpc → metrics → { log_format | log_limit | keyed_counts }
 //! ```
 //!
 //! Above them all, `src/call/` is the binary's `mcp-actor call` client, not part of the
@@ -83,6 +83,7 @@ pub mod features;
 pub mod fuzzing;
 mod http;
 pub mod jsonrpc;
+pub mod keyed_counts;
 pub mod log_format;
 mod log_limit;
 pub mod metrics;

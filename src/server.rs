@@ -17,7 +17,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::{Authenticator, KeyedCounts, Principal};
+use crate::auth::{Authenticator, Principal};
 use crate::config::Config;
 use crate::context::RequestContext;
 use crate::dispatch::identity::ServerIdentity;
@@ -29,6 +29,7 @@ use crate::features::{FeatureSet, ListChanges};
 use crate::http::AppState;
 use crate::http::connections::ConnectionLimits;
 use crate::http::limits::EdgeLimits;
+use crate::keyed_counts::KeyedCounts;
 use crate::metrics::Metrics;
 use crate::protocol::CallToolResult;
 use crate::providers::upstream::Gateway;

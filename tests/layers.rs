@@ -26,7 +26,7 @@ const LAYERS: &[&[&str]] = &[
     &["protocol"],
     &["jsonrpc"],
     &["metrics"],
-    &["log_format", "log_limit"],
+    &["log_format", "log_limit", "keyed_counts"],
 ];
 
 fn rank(module: &str) -> Option<usize> {

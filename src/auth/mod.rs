@@ -7,11 +7,9 @@
 //!
 //! Everything the server keeps across requests is bound to the [`Principal`]'s `key`.
 
-mod counts;
 mod jwt;
 mod tokens;
 
-pub use counts::{KeyedCounts, KeyedSlot};
 pub use tokens::withhold_token_env;
 
 use std::collections::BTreeSet;

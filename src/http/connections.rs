@@ -44,7 +44,7 @@ use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tower_service::Service;
 
-use crate::auth::{KeyedCounts, KeyedSlot};
+use crate::keyed_counts::{KeyedCounts, KeyedSlot};
 use refuse::{Refused, address_slot, refuse};
 use version::Version;
 

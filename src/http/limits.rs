@@ -20,10 +20,10 @@ use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::auth::{KeyedCounts, KeyedSlot};
 use crate::config::Config;
 use crate::http::error::HttpError;
 use crate::jsonrpc::codes;
+use crate::keyed_counts::{KeyedCounts, KeyedSlot};
 use crate::metrics::Limit;
 
 /// Checks between two sweeps of a rate limiter's idle keys, so a flood of addresses cannot

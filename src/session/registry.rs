@@ -10,8 +10,8 @@ use std::sync::Arc;
 use dashmap::DashMap;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::auth::{KeyedCounts, KeyedSlot};
 use crate::events::ServerEvent;
+use crate::keyed_counts::{KeyedCounts, KeyedSlot};
 use crate::log_limit::warn_limited;
 use crate::session::handle::SessionHandle;
 

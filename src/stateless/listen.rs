@@ -16,9 +16,9 @@ use serde_json::{Value, json};
 use tokio::sync::{OwnedSemaphorePermit, broadcast};
 
 use super::{ModernState, Refusal, Reply, Transport};
-use crate::auth::KeyedSlot;
 use crate::events::ServerEvent;
 use crate::jsonrpc::{self, Request, RequestId, RpcError};
+use crate::keyed_counts::KeyedSlot;
 use crate::log_limit::warn_limited;
 use crate::protocol::object;
 

@@ -30,13 +30,13 @@ use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::KeyedCounts;
 use crate::config::Config;
 use crate::dispatch::identity::ServerIdentity;
 use crate::dispatch::methods::{self, AnsweredBy};
 use crate::events::ServerEvents;
 use crate::features::Features;
 use crate::jsonrpc::{self, Message, Request, RequestId, RpcError, codes};
+use crate::keyed_counts::KeyedCounts;
 use crate::metrics::{Era, Metrics, RequestTimer};
 use crate::protocol::{MODERN_VERSION, ProtocolVersion, is_handshake_version};
 use crate::providers::upstream::Gateway;

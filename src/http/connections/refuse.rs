@@ -16,9 +16,9 @@ use tokio::task::JoinSet;
 use tower_service::Service;
 
 use super::ConnectionLimits;
-use crate::auth::{KeyedCounts, KeyedSlot};
 use crate::http::error::HttpError;
 use crate::jsonrpc::codes;
+use crate::keyed_counts::{KeyedCounts, KeyedSlot};
 use crate::log_limit::LogLimiter;
 use crate::metrics::Limit;
 
