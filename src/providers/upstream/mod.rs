@@ -28,7 +28,6 @@ mod http;
 mod offer;
 mod resolve;
 mod route;
-mod routing;
 mod slot;
 pub mod supervisor;
 mod wire;

@@ -30,7 +30,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::route::{self, Incoming, Route};
-pub(crate) use super::routing::{Events, Ignored, Relay};
+pub(crate) use super::route::{Events, Ignored, Relay};
 use crate::context::{ClientRequestError, RequestContext};
 use crate::jsonrpc::{self, Message, RequestId, RpcError};
 use crate::protocol::LogLevel;
