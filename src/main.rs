@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use mcp_actor::Server;
-use mcp_actor::config::{AdminSection, Config, LogFormat};
+use mcp_actor::config::{Config, LogFormat};
 use mcp_actor::providers::upstream::{Gateway, supervisor};
 use mcp_actor::providers::{
     LoadedConfig, ProviderRuntime, ResourceWatcher, become_child_subreaper,
@@ -259,10 +259,10 @@ async fn serve(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<()> {
     if let Some(node_id) = cli.node_id {
         config.server.node_id = node_id;
     }
-    // Nobody chose the admin address when it is the built-in default and no flag names
-    // one: only then may a busy port mean another one (`bind_admin_listener`).
-    let admin_is_default =
-        cli.admin_listen.is_none() && config.admin.listen == AdminSection::default().listen;
+    // Nobody chose the admin address when neither the file nor a flag names one: only then
+    // may a busy port mean another one (`bind_admin_listener`). An address written in the
+    // file counts as chosen even when it is the default's.
+    let admin_is_default = cli.admin_listen.is_none() && !loaded.sets("admin", "listen");
     if let Some(admin) = cli.admin_listen {
         (config.admin.listen, config.admin.enabled) = (admin, true);
     }

@@ -150,6 +150,28 @@ fn an_admin_address_the_user_chose_still_fails_at_once_when_busy() {
 }
 
 #[test]
+fn the_default_admin_address_written_in_the_file_still_fails_at_once_when_busy() {
+    // The default's own address, written by the operator, is a choice: a busy port must fail
+    // as any chosen one does. Other tests' instances take 9090 for a moment, so wait for it.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let held = loop {
+        match TcpListener::bind("127.0.0.1:9090") {
+            Ok(held) => break held,
+            Err(e) if Instant::now() > deadline => panic!("127.0.0.1:9090 stayed busy: {e}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    };
+    let dir = TempDir::new("newcomer-admin-file");
+    let config = dir.write("admin.toml", "[admin]\nlisten = \"127.0.0.1:9090\"\n");
+    let config = config.to_string_lossy().into_owned();
+    let args = ["--listen", "127.0.0.1:0", "--config", config.as_str()];
+    let (status, stderr) = run_binary(&args, Duration::from_secs(10)).expect("it exits");
+    drop(held);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("for the admin endpoints"), "{stderr}");
+}
+
+#[test]
 fn check_refuses_the_two_non_loopback_configs() {
     let dir = TempDir::new("newcomer-check");
     let configs = [

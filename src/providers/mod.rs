@@ -102,6 +102,18 @@ impl LoadedConfig {
         &self.base_dir
     }
 
+    /// Whether the operator's file sets `key` of `[table]` itself. The embedded default
+    /// configuration sets nothing on anyone's behalf, so it answers false.
+    pub fn sets(&self, table: &str, key: &str) -> bool {
+        if self.text == crate::config::DEFAULT_CONFIG_TOML {
+            return false;
+        }
+        // The text already parsed as the configuration, so it parses as a table.
+        self.text
+            .parse::<toml::Table>()
+            .is_ok_and(|t| t.get(table).and_then(|v| v.get(key)).is_some())
+    }
+
     /// Reads and validates `path`, or the embedded default configuration when `None`.
     pub fn read(path: Option<&Path>) -> Result<Self, ConfigError> {
         let Some(path) = path else {
