@@ -324,3 +324,32 @@ async fn call_ask_answers_an_elicitation_from_stdin() {
     }
     assert_eq!(active, 0.0, "the session was not deleted");
 }
+
+#[test]
+fn call_stops_reading_a_reply_that_never_ends() {
+    // A server that answers initialize with a body of spaces and never stops.
+    let server = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = server.local_addr().expect("address");
+    std::thread::spawn(move || {
+        let Ok((mut conn, _)) = server.accept() else {
+            return;
+        };
+        let mut request = [0u8; 4096];
+        let _ = conn.read(&mut request);
+        let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+                    Mcp-Session-Id: endless\r\nConnection: close\r\n\r\n";
+        let _ = conn.write_all(head.as_bytes());
+        let chunk = vec![b' '; 1 << 20];
+        // Past the client's cap (64 MiB), bounded so that a client that reads on ends too.
+        for _ in 0..256 {
+            if conn.write_all(&chunk).is_err() {
+                return;
+            }
+        }
+    });
+    let url = format!("http://{addr}/mcp");
+    let args = ["call", "--url", url.as_str(), "echo", "text=hi"];
+    let (status, stderr) = run_binary(&args, Duration::from_secs(30)).expect("it exits");
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("64 MiB"), "{stderr}");
+}

@@ -78,12 +78,14 @@ async fn call_tool(
     let reply = session.post(&call).await?;
     if !is_sse(&reply) {
         let status = reply.status();
-        let text = reply.text().await.context("reading the tools/call reply")?;
+        let text = session::bounded_text(reply)
+            .await
+            .context("reading the tools/call reply")?;
         let message: Value = serde_json::from_str(&text)
             .with_context(|| format!("the tools/call reply ({status}) is not JSON: {text}"))?;
         return print_tool_response(&message);
     }
-    let mut events = SseByteStream::new(reply.bytes_stream());
+    let mut events = SseByteStream::new(session::bounded_bytes(reply));
     while let Some(event) = events.next().await {
         let event = event.context("reading the tools/call SSE stream")?;
         // The priming event and keep-alives carry no data.

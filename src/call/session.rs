@@ -42,7 +42,7 @@ impl Session {
             bail!(
                 "initialize failed: {} {}",
                 reply.status(),
-                reply.text().await?
+                bounded_text(reply).await?
             );
         }
         let id = reply
@@ -51,7 +51,7 @@ impl Session {
             .and_then(|v| v.to_str().ok())
             .ok_or_else(|| anyhow!("the initialize reply has no Mcp-Session-Id header"))?
             .to_string();
-        let text = reply.text().await?;
+        let text = bounded_text(reply).await?;
         let result = initialize_result(&text)?;
         let version = result["result"]["protocolVersion"]
             .as_str()
@@ -132,4 +132,39 @@ fn initialize_result(text: &str) -> Result<Value> {
         .filter_map(|l| l.strip_prefix("data:"))
         .find_map(|d| serde_json::from_str(d.trim()).ok())
         .ok_or_else(|| anyhow!("the initialize reply is not JSON: {text}"))
+}
+
+/// The most a reply may hold: a server that never ends its body or its stream must not
+/// grow this process without bound.
+pub const MAX_REPLY_BYTES: usize = 64 << 20;
+
+/// `reply`'s body as a stream of chunks that fails once it has carried more than
+/// [`MAX_REPLY_BYTES`].
+pub fn bounded_bytes(
+    reply: Response,
+) -> impl futures_util::Stream<Item = Result<bytes::Bytes, std::io::Error>> {
+    use futures_util::StreamExt;
+    let mut seen = 0usize;
+    reply.bytes_stream().map(move |chunk| {
+        let chunk = chunk.map_err(std::io::Error::other)?;
+        seen = seen.saturating_add(chunk.len());
+        if seen > MAX_REPLY_BYTES {
+            return Err(std::io::Error::other(format!(
+                "the server's reply passed {} MiB; this client reads no more",
+                MAX_REPLY_BYTES >> 20
+            )));
+        }
+        Ok(chunk)
+    })
+}
+
+/// `reply`'s body as text, at most [`MAX_REPLY_BYTES`] of it.
+pub async fn bounded_text(reply: Response) -> Result<String> {
+    use futures_util::StreamExt;
+    let mut body = Vec::new();
+    let mut chunks = std::pin::pin!(bounded_bytes(reply));
+    while let Some(chunk) = chunks.next().await {
+        body.extend_from_slice(&chunk?);
+    }
+    Ok(String::from_utf8_lossy(&body).into_owned())
 }
