@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::protocol::Role;
+use crate::protocol::{Role, TaskSupport};
 
 mod validate;
 pub(crate) use validate::validate;
@@ -223,6 +223,10 @@ pub struct ToolConfig {
     pub max_response_bytes: Option<usize>,
     /// Which redirects the tool follows; `same-origin` when unset.
     pub follow_redirects: Option<FollowRedirects>,
+
+    /// Whether a 2026-07-28 client that declared the tasks extension gets the call as a
+    /// task (`execution.taskSupport`); `forbidden` when unset.
+    pub task_support: Option<TaskSupport>,
 }
 
 /// What a `[[tools]]` entry is.

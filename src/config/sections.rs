@@ -422,6 +422,10 @@ pub struct TasksSection {
     /// finished tasks' results are dropped (their `tasks/result` is an error naming this
     /// key).
     pub max_bytes: usize,
+    /// How long a draining node stays up after its last task settled, so that a client
+    /// polling every `poll_interval` still reads the result before the node exits.
+    #[serde(with = "humantime_serde")]
+    pub linger_after_drain: Duration,
 }
 
 impl Default for TasksSection {
@@ -431,6 +435,7 @@ impl Default for TasksSection {
             ttl: Duration::from_secs(3600),
             poll_interval: Duration::from_millis(500),
             max_bytes: 256 * 1024 * 1024,
+            linger_after_drain: Duration::from_secs(5),
         }
     }
 }

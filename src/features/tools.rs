@@ -58,19 +58,7 @@ pub enum ToolDefinitionError {
     BadSchema { name: String, reason: String },
 }
 
-/// Whether a tool runs as a task of the `io.modelcontextprotocol/tasks` extension
-/// (SEP-2663), as its descriptor's `execution.taskSupport` says. The server alone decides:
-/// a client that declared the extension gets a task for `optional` and `required` tools; a
-/// client that did not gets a plain result for `optional` tools and -32021 for `required`
-/// ones. Handshake-era sessions always run tools synchronously.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TaskSupport {
-    #[default]
-    Forbidden,
-    Optional,
-    Required,
-}
+pub use crate::protocol::TaskSupport;
 
 /// A registered tool.
 #[derive(Clone)]

@@ -1,5 +1,5 @@
 //! Descriptor fields every configured tool may carry, whatever its kind: `title`,
-//! `annotations`, `icons` and `outputSchema` (spec 2025-11-25 `server/tools.mdx`).
+//! `annotations`, `icons`, `execution.taskSupport` and `outputSchema` (spec 2025-11-25 `server/tools.mdx`).
 
 use serde_json::{Map, Value, json};
 
@@ -21,6 +21,9 @@ pub(crate) fn apply(
     }
     if !entry.icons.is_empty() {
         tool = tool.with("icons", icons_json(&entry.icons));
+    }
+    if let Some(support) = entry.task_support {
+        tool = tool.with("execution", json!({ "taskSupport": support }));
     }
     if let Some(schema) = &entry.output_schema {
         check_output_schema(schema).map_err(|msg| vec![(format!("{key}.output_schema"), msg)])?;
