@@ -19,6 +19,7 @@
 
 mod histogram;
 mod labels;
+mod tasks;
 
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -31,6 +32,7 @@ use prometheus_client::registry::{Registry, Unit};
 
 pub use histogram::DurationHistogram;
 pub use labels::{ClientRequestEnd, Era, Limit, MethodLabel, ReloadOutcome, SessionEnd};
+pub use tasks::{LiveTask, TaskEnd, TaskMetrics};
 
 type Labels = [(&'static str, &'static str); 3];
 type DurationLabels = [(&'static str, &'static str); 2];
@@ -67,6 +69,7 @@ pub struct Metrics {
     sse_replay_misses: Counter,
     limit_rejections: [Counter; Limit::ALL.len()],
     reloads: [Counter; 3],
+    tasks: TaskMetrics,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -213,6 +216,7 @@ impl Metrics {
             ("node", node.to_string()),
         ]);
         r.register("mcp_build", "This server's version and node id", build);
+        let tasks = TaskMetrics::register(r);
         Metrics {
             registry,
             cells: methods.iter().map(|_| MethodCells::default()).collect(),
@@ -234,7 +238,13 @@ impl Metrics {
             sse_replay_misses,
             limit_rejections,
             reloads,
+            tasks,
         }
+    }
+
+    /// The series of the tasks extension.
+    pub fn tasks(&self) -> &TaskMetrics {
+        &self.tasks
     }
 
     /// The registry in the Prometheus text format 0.0.4 (`text/plain; version=0.0.4`).

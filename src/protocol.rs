@@ -356,3 +356,30 @@ pub enum TaskSupport {
     Optional,
     Required,
 }
+
+/// Mints a session id or a task id a load balancer can route on: `<node_id>.<random>`, or
+/// the random part alone when no node id is set (the recipes in `config/lb/` read the
+/// prefix before the first `.`). One generator for both, so both are equally unguessable:
+/// 122 random bits from the OS CSPRNG (a UUIDv4, whose other 6 bits are fixed), as 32 hex
+/// digits. An id is a capability (whoever holds it may use what it names, once
+/// authenticated as its owner), so no id may be predictable from others a client saw.
+pub(crate) fn mint_routable_id(node_id: &str) -> String {
+    let random = uuid::Uuid::new_v4().simple().to_string();
+    if node_id.is_empty() {
+        random
+    } else {
+        format!("{node_id}.{random}")
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn routable_ids_carry_the_node_id_before_the_first_dot() {
+    let id = mint_routable_id("node-b");
+    let (node, random) = id.split_once('.').expect("a prefixed id");
+    assert_eq!(node, "node-b");
+    assert_eq!(random.len(), 32);
+    assert!(random.chars().all(|c| c.is_ascii_hexdigit()));
+    assert_ne!(mint_routable_id("node-b"), id);
+    assert_eq!(mint_routable_id("").len(), 32);
+}

@@ -379,7 +379,11 @@ impl ServerBuilder {
             identity,
             events: Arc::clone(&events),
             request_state,
-            tasks: TaskStore::new(config.tasks.clone(), Arc::clone(&metrics)),
+            tasks: TaskStore::new(
+                config.tasks.clone(),
+                &config.server.node_id,
+                Arc::clone(&metrics),
+            ),
             listen_permits: Arc::new(Semaphore::new(config.modern.max_listen_streams)),
             call_permits: Arc::new(Semaphore::new(config.modern.max_in_flight)),
             principal_calls: KeyedCounts::default(),

@@ -143,12 +143,7 @@ pub(crate) struct Owner {
 /// Mints a session id: 128 bits from the OS CSPRNG (UUIDv4), as 32 hex digits, prefixed with
 /// `<node_id>.` when a node id is configured so a load balancer can route on it.
 fn mint_session_id(node_id: &str) -> Arc<str> {
-    let random = uuid::Uuid::new_v4().simple().to_string();
-    if node_id.is_empty() {
-        Arc::from(random)
-    } else {
-        Arc::from(format!("{node_id}.{random}"))
-    }
+    Arc::from(crate::protocol::mint_routable_id(node_id))
 }
 
 /// Answers `initialize` (spec `basic/lifecycle.mdx`) and starts the session: the handle and

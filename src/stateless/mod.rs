@@ -216,7 +216,7 @@ pub(crate) async fn serve(
     transport: Transport<'_>,
     body: jsonrpc::Body,
 ) -> Reply {
-    if state.drain.is_cancelled() {
+    if state.drain.is_cancelled() && !tasks::continues_while_draining(&body) {
         return Reply::Refused(Refusal::Draining);
     }
     let message = match body {

@@ -19,6 +19,7 @@
 //! `completed` with `result.isError`; `failed` is kept for protocol errors (an unknown
 //! tool, a panicking handler, a missing client capability), with the JSON-RPC `error`.
 
+pub(crate) mod drain;
 mod store;
 
 use std::collections::BTreeMap;
@@ -42,6 +43,12 @@ use tracing::Instrument;
 
 /// The extension's identifier in `capabilities.extensions`.
 pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// Whether a draining node still serves `body`: a request about a task it holds.
+pub(crate) fn continues_while_draining(body: &crate::jsonrpc::Body) -> bool {
+    matches!(body, crate::jsonrpc::Body::Single(crate::jsonrpc::Message::Request(r))
+        if drain::served_while_draining(&r.method))
+}
 
 /// Whether a request declared the extension in its `clientCapabilities.extensions`.
 pub(crate) fn declares_extension(client: &ClientInfo) -> bool {

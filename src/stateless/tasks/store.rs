@@ -10,7 +10,10 @@
 //! - **Capacity.** `[tasks] max_tasks` is a semaphore of that many permits. A create takes
 //!   one with `try_acquire_owned` — a single atomic step, so concurrent creates can never
 //!   overshoot the bound — and the permit lives in the task's entry, so its slot frees
-//!   exactly when the entry is dropped (the task expired).
+//!   exactly when the entry is dropped (the task expired). `auth.max_tasks_per_principal`
+//!   works the same way, with a [`KeyedSlot`] of the owner taken before the task exists:
+//!   counting the owner's entries and inserting later let 200 concurrent creates against
+//!   a cap of 10 all pass the count.
 //! - **Visibility.** A task is inserted through a vacant entry, and its run is spawned while
 //!   that entry's guard is still held. The run therefore cannot settle a task that is not in
 //!   the map yet, and a `tasks/get` right after the create reply finds it. The spawn itself
@@ -24,7 +27,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use dashmap::DashMap;
 use dashmap::mapref::entry::Entry;
@@ -34,11 +37,14 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 
+use charge::{ResultCharge, json_len};
+
 use crate::config::TasksSection;
 use crate::features::Features;
 use crate::jsonrpc::{RequestId, RpcError};
+use crate::keyed_counts::{KeyedCounts, KeyedSlot};
 use crate::log_limit::warn_limited;
-use crate::metrics::{Limit, Metrics};
+use crate::metrics::{Limit, LiveTask, Metrics, TaskEnd};
 use crate::protocol::ClientInfo;
 
 /// The states of a task (SEP-2663 "Task Status").
@@ -102,6 +108,10 @@ struct Task {
     run: Option<AbortHandle>,
     /// This task's slot under `max_tasks`, given back when the entry is dropped.
     _slot: OwnedSemaphorePermit,
+    /// Its owner's slot under `auth.max_tasks_per_principal`, likewise.
+    _owner_slot: Option<KeyedSlot>,
+    /// Its unit of `mcp_tasks_live` until it reaches a final status.
+    live: LiveTask,
 }
 
 impl Task {
@@ -115,6 +125,13 @@ impl Task {
     fn touch(&mut self, status: TaskStatus) {
         self.status = status;
         self.last_updated_at = SystemTime::now();
+        let end = match status {
+            TaskStatus::Working | TaskStatus::InputRequired => return,
+            TaskStatus::Completed => TaskEnd::Completed,
+            TaskStatus::Failed => TaskEnd::Failed,
+            TaskStatus::Cancelled => TaskEnd::Cancelled,
+        };
+        self.live.end(end);
     }
 
     /// Starts a new run with every answer given so far; older runs can no longer settle the
@@ -135,35 +152,6 @@ impl Task {
 }
 
 /// Every task of the server, bounded by `[tasks] max_tasks`, each readable for `ttl`.
-/// A stored result's share of `tasks.max_bytes`, given back on drop.
-struct ResultCharge {
-    bytes: usize,
-    total: Arc<AtomicUsize>,
-}
-
-impl Drop for ResultCharge {
-    fn drop(&mut self) {
-        self.total.fetch_sub(self.bytes, Ordering::AcqRel);
-    }
-}
-
-/// The length of `value` as JSON, without building the text.
-fn json_len(value: &impl Serialize) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
-}
-
 pub(crate) struct TaskStore {
     tasks: DashMap<String, Task>,
     /// One permit per task that may exist; see the module docs.
@@ -174,6 +162,12 @@ pub(crate) struct TaskStore {
     /// Ids of tasks with a stored result, oldest first: the eviction order. Touched once
     /// per settle, never by `tasks/get`.
     settled: Mutex<VecDeque<String>>,
+    /// Tasks held per owner (`auth.max_tasks_per_principal`).
+    owners: KeyedCounts,
+    /// The prefix of every task id, so a load balancer routes `tasks/*` to this node.
+    node_id: String,
+    /// When a task last reached a final status: a drain lingers after it.
+    last_settled: Mutex<Option<Instant>>,
     metrics: Arc<Metrics>,
 }
 
@@ -194,7 +188,7 @@ fn unknown_task(id: &str) -> RpcError {
 }
 
 impl TaskStore {
-    pub fn new(config: TasksSection, metrics: Arc<Metrics>) -> Self {
+    pub fn new(config: TasksSection, node_id: &str, metrics: Arc<Metrics>) -> Self {
         let permits = config.max_tasks.min(Semaphore::MAX_PERMITS);
         TaskStore {
             tasks: DashMap::new(),
@@ -202,6 +196,9 @@ impl TaskStore {
             config,
             result_bytes: Arc::default(),
             settled: Mutex::default(),
+            owners: KeyedCounts::default(),
+            node_id: node_id.to_string(),
+            last_settled: Mutex::default(),
             metrics,
         }
     }
@@ -242,15 +239,10 @@ impl TaskStore {
         spawn: impl FnOnce(Run) -> AbortHandle,
     ) -> Result<Value, RpcError> {
         self.expire();
-        if let Some(cap) = per_owner {
-            let owned = self.tasks.iter().filter(|t| t.call.owner == call.owner);
-            if owned.count() >= cap {
-                return Err(RpcError::internal(format!(
-                    "you already hold {cap} tasks (auth.max_tasks_per_principal); retry when \
-                     older tasks have expired"
-                )));
-            }
-        }
+        let owner_slot = match per_owner {
+            Some(cap) => Some(self.owner_slot(&call.owner, cap)?),
+            None => None,
+        };
         let Ok(slot) = Arc::clone(&self.slots).try_acquire_owned() else {
             return Err(RpcError::internal(format!(
                 "too many tasks (tasks.max_tasks = {}); retry when older tasks have expired",
@@ -271,16 +263,33 @@ impl TaskStore {
             cancel: CancellationToken::new(),
             run: None,
             _slot: slot,
+            _owner_slot: owner_slot,
+            live: self.metrics.tasks().created(),
         };
-        let id = uuid::Uuid::new_v4().to_string();
+        let id = crate::protocol::mint_routable_id(&self.node_id);
         let mut result = self.envelope(&id, &task);
         result.insert("resultType".into(), json!("task"));
         let Entry::Vacant(vacant) = self.tasks.entry(id.clone()) else {
-            // A v4 uuid (122 random bits) does not repeat within a task's ttl.
+            // 122 random bits do not repeat within a task's ttl.
             return Err(RpcError::internal("task id collision; retry the call"));
         };
         vacant.insert(task).start_run(&id, spawn);
         Ok(Value::Object(result))
+    }
+
+    /// `owner`'s next slot under `auth.max_tasks_per_principal`, taken in one atomic step.
+    fn owner_slot(&self, owner: &Arc<str>, cap: usize) -> Result<KeyedSlot, RpcError> {
+        self.owners.take(owner, cap).ok_or_else(|| {
+            self.metrics.limit_hit(Limit::PrincipalTasks);
+            warn_limited!(
+                cap,
+                "a principal's task-augmented call refused at auth.max_tasks_per_principal"
+            );
+            RpcError::internal(format!(
+                "you already hold {cap} tasks (auth.max_tasks_per_principal); retry when \
+                 older tasks have expired"
+            ))
+        })
     }
 
     /// Records how a run ended, unless the task moved on meanwhile (cancelled, expired, or
@@ -319,6 +328,7 @@ impl TaskStore {
         task.touch(status);
         // The entry's guard must go before others are locked (a DashMap shard lock).
         drop(task);
+        self.mark_settled();
         self.settled
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -429,6 +439,8 @@ impl TaskStore {
             task.stop();
             task.input_requests.clear();
             task.touch(TaskStatus::Cancelled);
+            drop(task);
+            self.mark_settled();
         }
         Ok(json!({}))
     }
@@ -452,5 +464,7 @@ impl TaskStore {
     }
 }
 
+mod charge;
+mod drain;
 #[cfg(test)]
 mod tests;

@@ -4,7 +4,7 @@ use super::*;
 use crate::jsonrpc::codes;
 
 fn store_with(config: TasksSection) -> TaskStore {
-    TaskStore::new(config, Arc::new(Metrics::new("test", [])))
+    TaskStore::new(config, "", Arc::new(Metrics::new("test", [])))
 }
 
 fn call() -> TaskCall {
@@ -247,5 +247,52 @@ async fn results_past_max_bytes_drop_the_oldest_and_free_their_bytes() {
         store.result_bytes(),
         0,
         "an expired task's bytes are given back"
+    );
+}
+
+/// 200 creates by one owner from 8 threads at once, against a cap of 10, with 5,000 tasks
+/// of other owners in the store: exactly 10 succeed. Counting the owner's tasks by a scan
+/// and inserting afterwards let threads that scanned together all pass.
+#[test]
+fn concurrent_creates_by_one_owner_never_pass_its_cap() {
+    const THREADS: usize = 8;
+    const CAP: usize = 10;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let _entered = runtime.enter();
+    let store = Arc::new(store_with(TasksSection {
+        max_tasks: 10_000,
+        ..TasksSection::default()
+    }));
+    for i in 0..5000 {
+        let mut other = call();
+        other.owner = Arc::from(format!("filler{i}"));
+        store.create(other, BTreeMap::new(), None, idle).unwrap();
+    }
+    let barrier = Arc::new(std::sync::Barrier::new(THREADS));
+    let threads: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let (store, barrier) = (Arc::clone(&store), Arc::clone(&barrier));
+            let handle = runtime.handle().clone();
+            std::thread::spawn(move || {
+                let _entered = handle.enter();
+                barrier.wait();
+                (0..200 / THREADS)
+                    .filter(|_| {
+                        store
+                            .create(call(), BTreeMap::new(), Some(CAP), idle)
+                            .is_ok()
+                    })
+                    .count()
+            })
+        })
+        .collect();
+    let created: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    assert_eq!(
+        created, CAP,
+        "200 concurrent creates against a cap of {CAP}"
     );
 }
