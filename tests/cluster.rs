@@ -24,6 +24,10 @@ mod nodes;
 mod scenarios;
 #[path = "cluster/scratch.rs"]
 mod scratch;
+#[path = "task_client/mod.rs"]
+mod task_client;
+#[path = "cluster/tasks.rs"]
+mod tasks;
 #[path = "cluster/traffic.rs"]
 mod traffic;
 
@@ -113,5 +117,21 @@ fn haproxy_spreads_stateless_requests_and_input_round_trips_cross_nodes() {
     run(
         "2026-07-28 requests through HAProxy",
         scenarios::stateless_requests_spread(Kind::Haproxy),
+    );
+}
+
+#[test]
+fn nginx_routes_each_task_to_its_node_through_a_drain_and_a_kill() {
+    run(
+        "tasks through nginx",
+        tasks::tasks_follow_their_node(Kind::Nginx),
+    );
+}
+
+#[test]
+fn haproxy_routes_each_task_to_its_node_through_a_drain_and_a_kill() {
+    run(
+        "tasks through HAProxy",
+        tasks::tasks_follow_their_node(Kind::Haproxy),
     );
 }

@@ -146,12 +146,18 @@ pub struct Cluster {
 impl Cluster {
     /// Starts nodes `a`, `b` and `c`, their configurations and logs in `scratch`.
     pub fn start(scratch: &Scratch) -> Cluster {
+        Cluster::start_with(scratch, "")
+    }
+
+    /// [`Cluster::start`] with `extra` TOML appended to every node's configuration.
+    pub fn start_with(scratch: &Scratch, extra: &str) -> Cluster {
         let key = random_request_state_key();
         let nodes = NODE_IDS
             .iter()
             .map(|&id| {
                 let config = scratch.join(&format!("node-{id}.toml"));
-                std::fs::write(&config, node_config(id, &key)).expect("write node config");
+                let config_text = node_config(id, &key) + extra;
+                std::fs::write(&config, config_text).expect("write node config");
                 let mut node = Node {
                     id,
                     addr: format!("127.0.0.1:{}", free_port()),
