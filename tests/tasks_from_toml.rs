@@ -25,19 +25,25 @@ fn start(dir: &TempDir, toml: &str, env: &[(&str, &str)]) -> TestServer {
     TestServer::with_args(&["--listen", "127.0.0.1:0", "--config", path], env)
 }
 
-async fn metrics(server: &TestServer) -> String {
+/// `GET path` of the admin listener: the status (0 when unreachable) and the body.
+async fn admin_get(server: &TestServer, path: &str) -> (u16, String) {
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(5))
         .build()
         .expect("client");
-    let url = format!("{}/metrics", server.admin_url);
-    http.get(url)
-        .send()
-        .await
-        .expect("GET /metrics")
-        .text()
-        .await
-        .expect("text")
+    let Ok(response) = http.get(format!("{}{path}", server.admin_url)).send().await else {
+        return (0, String::new());
+    };
+    let status = response.status().as_u16();
+    (status, response.text().await.unwrap_or_default())
+}
+
+async fn metrics(server: &TestServer) -> String {
+    admin_get(server, "/metrics").await.1
+}
+
+async fn readyz(server: &TestServer) -> u16 {
+    admin_get(server, "/readyz").await.0
 }
 
 /// The value of one sample line `series` (name and labels as exported), or 0.
@@ -45,18 +51,6 @@ fn sample(text: &str, series: &str) -> f64 {
     text.lines()
         .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
         .unwrap_or(0.0)
-}
-
-async fn readyz(server: &TestServer) -> u16 {
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(5))
-        .build()
-        .expect("client");
-    let url = format!("{}/readyz", server.admin_url);
-    http.get(url)
-        .send()
-        .await
-        .map_or(0, |r| r.status().as_u16())
 }
 
 const KINDS_TOML: &str = r#"

@@ -140,8 +140,9 @@ pub(crate) struct Owner {
     pub max_sessions: Option<usize>,
 }
 
-/// Mints a session id: 128 bits from the OS CSPRNG (UUIDv4), as 32 hex digits, prefixed with
-/// `<node_id>.` when a node id is configured so a load balancer can route on it.
+/// Mints a session id: 122 random bits from the OS CSPRNG, as 32 hex digits, prefixed with
+/// `<node_id>.` when a node id is configured so a load balancer can route on it; task ids
+/// come from the same generator.
 fn mint_session_id(node_id: &str) -> Arc<str> {
     Arc::from(crate::protocol::mint_routable_id(node_id))
 }
