@@ -9,6 +9,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+pub mod audit;
 pub mod auth;
 mod every_type_error;
 mod locate;
@@ -74,6 +75,8 @@ pub struct Config {
     pub gateway: upstreams::GatewaySection,
     /// MCP servers whose features are served beside this one's.
     pub upstreams: Vec<upstreams::UpstreamConfig>,
+    /// `[audit]`: one JSON line per call, for who-ran-what questions.
+    pub audit: audit::AuditSection,
 }
 
 /// A configuration error, located in its file.
@@ -249,6 +252,15 @@ impl Config {
                 "must differ from server.listen, where the MCP endpoint is served",
             );
         }
+        if admin.token_env.is_some() && admin.token_file.is_some() {
+            bad(
+                "admin.token_file",
+                "set admin.token_env or admin.token_file, not both",
+            );
+        }
+        if self.audit.max_line_bytes < 1024 {
+            bad("audit.max_line_bytes", "must be at least 1024");
+        }
         if self.http.ipv6_prefix_len > 128 {
             bad(
                 "http.ipv6_prefix_len",
@@ -273,6 +285,7 @@ impl Config {
                 self.replay.max_events_per_stream,
             ),
             ("pagination.page_size", self.pagination.page_size),
+            ("audit.queue", self.audit.queue),
             ("modern.max_listen_streams", self.modern.max_listen_streams),
             ("modern.listen_buffer", self.modern.listen_buffer),
             ("modern.max_in_flight", self.modern.max_in_flight),

@@ -22,7 +22,7 @@
 //!
 //! ```text
 //!  reload → server (composition only) → http → { session | stateless }
-//!         → { dispatch | providers | auth } → features → context → events → config
+//!         → { dispatch | providers | auth | audit } → features → context → events → config
 //!         → protocol → jsonrpc → metrics → { log_format | log_limit | keyed_counts }
 //! ```
 //!
@@ -72,6 +72,7 @@
 //! }
 //! ```
 
+pub mod audit;
 pub mod auth;
 pub mod config;
 pub mod context;

@@ -18,6 +18,9 @@ use tracing_subscriber::EnvFilter;
 
 mod call;
 
+use call::admin::AdminAsk;
+use call::admin_cli::{self, AdminArgs, SessionsCommand, TasksCommand};
+
 // mimalloc, chosen by measurement against the system allocator; see docs/performance.md.
 #[global_allocator]
 static ALLOCATOR: WordAligned = WordAligned;
@@ -77,7 +80,7 @@ unsafe impl std::alloc::GlobalAlloc for WordAligned {
 )]
 struct Cli {
     /// Configuration file; without it the embedded default configuration is served.
-    #[arg(long, short)]
+    #[arg(long, short, global = true)]
     config: Option<PathBuf>,
     /// Address to listen on, overriding `server.listen` from the configuration.
     #[arg(long, short)]
@@ -130,6 +133,12 @@ enum Command {
         #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
         timeout: std::time::Duration,
     },
+    /// List, show or end the sessions of a running server (its admin API).
+    Sessions(SessionsCommand),
+    /// Reload a running server's configuration file; prints its errors when refused.
+    Reload(AdminArgs),
+    /// List the 2026-07-28 tasks of a running server.
+    Tasks(TasksCommand),
 }
 
 /// Expected errors (a busy port, a refused address, a configuration error) print their
@@ -174,6 +183,15 @@ fn run() -> anyhow::Result<()> {
         }
         Some(Command::Probe { url, timeout }) => {
             return runtime(1)?.block_on(probe(url, *timeout));
+        }
+        Some(Command::Sessions(c)) => {
+            return admin_cli::run(cli.config.as_deref(), &c.admin, c.action.ask());
+        }
+        Some(Command::Reload(admin)) => {
+            return admin_cli::run(cli.config.as_deref(), admin, AdminAsk::Reload);
+        }
+        Some(Command::Tasks(c)) => {
+            return admin_cli::run(cli.config.as_deref(), &c.admin, c.action.ask());
         }
         None => {}
     }

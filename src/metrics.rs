@@ -70,6 +70,7 @@ pub struct Metrics {
     limit_rejections: [Counter; Limit::ALL.len()],
     reloads: [Counter; 3],
     tasks: TaskMetrics,
+    audit_dropped: Counter,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -217,6 +218,12 @@ impl Metrics {
         ]);
         r.register("mcp_build", "This server's version and node id", build);
         let tasks = TaskMetrics::register(r);
+        let audit_dropped = Counter::default();
+        r.register(
+            "mcp_audit_dropped",
+            "Audit lines dropped because the writer's queue was full or a line too large",
+            audit_dropped.clone(),
+        );
         Metrics {
             registry,
             cells: methods.iter().map(|_| MethodCells::default()).collect(),
@@ -239,6 +246,7 @@ impl Metrics {
             limit_rejections,
             reloads,
             tasks,
+            audit_dropped,
         }
     }
 
@@ -364,6 +372,10 @@ impl Metrics {
 
     pub fn limit_hit(&self, limit: Limit) {
         self.limit_rejections[limit as usize].inc();
+    }
+
+    pub fn audit_line_dropped(&self) {
+        self.audit_dropped.inc();
     }
 
     pub fn config_reloaded(&self, outcome: ReloadOutcome) {

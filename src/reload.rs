@@ -8,6 +8,9 @@
 //! tools they started with, and every session gets the `list_changed` notifications for the
 //! lists that differ. The resource watcher is rebuilt for the new resources.
 //!
+//! `POST /admin/reload` asks the same task for a reload and gets its errors back. SIGHUP
+//! also reopens the audit log, for logrotate.
+//!
 //! Keys outside the providers (listen address, limits, transport) are fixed at startup;
 //! a reload that changes them logs which tables need a restart and leaves them as they were.
 
@@ -18,6 +21,7 @@ use notify::{RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
 use crate::config::Config;
+use crate::http::admin_api::ReloadAsk;
 use crate::metrics::ReloadOutcome;
 use crate::providers::{LoadedConfig, ProviderRuntime, ResourceWatcher};
 use crate::server::Server;
@@ -54,12 +58,23 @@ impl Reloader {
     /// in `mcp_config_reloads_total`, as `needs_restart` when some of what changed waits
     /// for a restart.
     pub fn reload(&mut self) -> bool {
-        let outcome = self.try_reload();
-        self.server.metrics().config_reloaded(outcome);
-        outcome != ReloadOutcome::Failed
+        self.reload_answering().is_ok()
     }
 
-    fn try_reload(&mut self) -> ReloadOutcome {
+    /// Reloads now, as [`reload`](Self::reload) does, and answers what the admin API
+    /// shows: the tables waiting for a restart, or why the new file was refused.
+    pub fn reload_answering(&mut self) -> Result<Vec<&'static str>, String> {
+        let answer = self.try_reload();
+        let outcome = match &answer {
+            Err(_) => ReloadOutcome::Failed,
+            Ok(waiting) if waiting.is_empty() => ReloadOutcome::Ok,
+            Ok(_) => ReloadOutcome::NeedsRestart,
+        };
+        self.server.metrics().config_reloaded(outcome);
+        answer
+    }
+
+    fn try_reload(&mut self) -> Result<Vec<&'static str>, String> {
         let loaded = LoadedConfig::read(Some(&self.path));
         let built = loaded.and_then(|l| l.build(&self.runtime).map(|p| (l, p)));
         let (loaded, provided) = match built {
@@ -68,7 +83,7 @@ impl Reloader {
                 tracing::error!(
                     "configuration reload rejected; the running configuration stays:\n{e}"
                 );
-                return ReloadOutcome::Failed;
+                return Err(e.to_string());
             }
         };
         for warning in &provided.warnings {
@@ -94,17 +109,13 @@ impl Reloader {
                 tracing::error!(
                     "configuration reload rejected; the running configuration stays: {e}"
                 );
-                return ReloadOutcome::Failed;
+                return Err(e.to_string());
             }
         }
         // The new watcher starts before the old one stops, so no change falls in between.
         let watcher = ResourceWatcher::start(self.server.events(), provided.watch);
         self.resources = watcher;
-        if waiting.is_empty() {
-            ReloadOutcome::Ok
-        } else {
-            ReloadOutcome::NeedsRestart
-        }
+        Ok(waiting)
     }
 }
 
@@ -160,11 +171,15 @@ pub fn spawn(
         (Some(r), true) => watch_file(&r.path, tx),
         _ => None,
     };
+    let mut asked = reloader
+        .as_ref()
+        .and_then(|r| r.server.admin_reload_requests());
     tokio::spawn(async move {
         let _file_watcher = file_watcher;
         loop {
             tokio::select! {
                 Some(()) = hangup.recv() => {
+                    crate::audit::reopen_all();
                     match reloader.as_mut() {
                         Some(r) => {
                             tracing::info!("SIGHUP: reloading the configuration");
@@ -181,10 +196,24 @@ pub fn spawn(
                         r.reload();
                     }
                 }
+                Some(ask) = next_ask(&mut asked) => {
+                    if let Some(r) = reloader.as_mut() {
+                        tracing::info!("admin API: reloading the configuration");
+                        let _ = ask.respond_to.send(r.reload_answering());
+                    }
+                }
                 else => break,
             }
         }
     })
+}
+
+/// The next reload the admin API asks for; never, without one.
+async fn next_ask(asked: &mut Option<mpsc::Receiver<ReloadAsk>>) -> Option<ReloadAsk> {
+    match asked {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Watches the configuration file through its directory (editors replace files by

@@ -17,6 +17,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use crate::audit::AuditLog;
 use crate::auth::{Authenticator, Principal};
 use crate::config::Config;
 use crate::context::RequestContext;
@@ -27,6 +28,7 @@ use crate::features::resources::{Resource, ResourceTemplate};
 use crate::features::tools::{Tool, ToolError};
 use crate::features::{FeatureSet, ListChanges};
 use crate::http::AppState;
+use crate::http::admin_api::AdminControl;
 use crate::http::connections::ConnectionLimits;
 use crate::http::limits::EdgeLimits;
 use crate::keyed_counts::KeyedCounts;
@@ -103,6 +105,14 @@ impl Server {
     /// This server's metrics: what its admin listener serves at `/metrics`.
     pub fn metrics(&self) -> Arc<Metrics> {
         Arc::clone(&self.app.metrics)
+    }
+
+    /// The admin API's `POST /admin/reload` requests, for the reload task; `None` after
+    /// the first call.
+    pub(crate) fn admin_reload_requests(
+        &self,
+    ) -> Option<tokio::sync::mpsc::Receiver<crate::http::admin_api::ReloadAsk>> {
+        self.app.admin.reload_requests()
     }
 
     /// The axum router of the MCP endpoint, to mount in a larger application.
@@ -355,6 +365,14 @@ impl ServerBuilder {
         let metrics = self
             .metrics
             .unwrap_or_else(|| Server::new_metrics(&self.config));
+        let audit = AuditLog::open(
+            &self.config.audit,
+            &self.config.server.node_id,
+            Arc::clone(&metrics),
+        )
+        .map_err(|e| BuildError(vec![e.to_string()]))?;
+        let admin = AdminControl::new(&self.config.admin, &self.config_dir)
+            .map_err(|e| BuildError(vec![e]))?;
         let config = Arc::new(self.config);
         let features = Arc::new(ArcSwap::from_pointee(features));
         let identity = Arc::new(ServerIdentity::new(&config));
@@ -368,6 +386,7 @@ impl ServerBuilder {
             Arc::clone(&metrics),
         );
         sessions.gateway = self.gateway.clone();
+        sessions.audit = audit.clone();
         let sessions = Arc::new(sessions);
         let events = Arc::new(ServerEvents::new(
             vec![Arc::clone(&sessions) as Arc<dyn EventSink>],
@@ -392,6 +411,7 @@ impl ServerBuilder {
             shutdown: shutdown.clone(),
             metrics: Arc::clone(&metrics),
             gateway: self.gateway,
+            audit,
         });
         let app = Arc::new(AppState {
             edge: EdgeLimits::new(&config),
@@ -401,6 +421,7 @@ impl ServerBuilder {
             metrics,
             auth,
             anonymous: Principal::anonymous(),
+            admin: Arc::new(admin),
         });
         let swap = Arc::new(FeatureSwap {
             features: Arc::clone(&features),

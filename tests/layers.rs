@@ -18,7 +18,7 @@ const LAYERS: &[&[&str]] = &[
     &["server"],
     &["http"],
     &["session", "stateless"],
-    &["dispatch", "providers", "auth"],
+    &["dispatch", "providers", "auth", "audit"],
     &["features"],
     &["context"],
     &["events"],

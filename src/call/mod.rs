@@ -10,6 +10,8 @@
 //! progress and log messages go to stderr and the result to stdout, so the result can be
 //! piped. The session is DELETEd at the end, whatever happened to the call.
 
+pub mod admin;
+pub mod admin_cli;
 mod session;
 
 use anyhow::{Context, Result, bail};

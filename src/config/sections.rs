@@ -82,6 +82,13 @@ pub struct AdminSection {
     /// Where it listens. A non-loopback address needs `server.allow_unauthenticated`, as
     /// the MCP endpoint does.
     pub listen: SocketAddr,
+    /// An environment variable holding the admin token: with it (or `token_file`), every
+    /// `/admin/*` request needs `Authorization: Bearer <token>`.
+    pub token_env: Option<String>,
+    /// A file holding the admin token (trailing whitespace ignored).
+    pub token_file: Option<std::path::PathBuf>,
+    /// Whether `/metrics`, `/healthz` and `/readyz` need the admin token too.
+    pub protect_metrics: bool,
 }
 
 impl Default for AdminSection {
@@ -89,6 +96,9 @@ impl Default for AdminSection {
         AdminSection {
             enabled: true,
             listen: SocketAddr::from(([127, 0, 0, 1], 9090)),
+            token_env: None,
+            token_file: None,
+            protect_metrics: false,
         }
     }
 }

@@ -4,8 +4,9 @@
 //! A scraper or an orchestrator's probe should not need MCP headers, a Host allowlist
 //! entry, or a slot among the endpoint's connections, and the endpoint's own probes stay
 //! as they are. Everything here is read-only and answers GET only, so it has no Host or
-//! Origin check; an address other machines can reach still needs
-//! `server.allow_unauthenticated`, as the endpoint does.
+//! Origin check; the admin API beside it ([`super::admin_api`]) takes POST and DELETE
+//! under `/admin/*` and a bearer token. An address other machines can reach needs that
+//! token or `server.allow_unauthenticated`.
 //!
 //! `/metrics` speaks both text formats Prometheus scrapes: OpenMetrics 1.0.0 when the
 //! scraper's `Accept` asks for it (Prometheus does), the Prometheus text format 0.0.4
@@ -65,11 +66,11 @@ pub(crate) async fn serve(
 }
 
 pub(crate) fn router(state: Arc<AppState>) -> Router {
-    Router::new()
+    let base = Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(health))
-        .route("/readyz", get(ready))
-        .with_state(state)
+        .route("/readyz", get(ready));
+    super::admin_api::with_api(base, state)
 }
 
 /// What an admin connection over the cap is served: the probes, which are cheap; a

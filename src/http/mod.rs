@@ -5,6 +5,7 @@
 //! message and turn its answer into a response. Statuses are decided in [`error`].
 
 pub(crate) mod admin;
+pub(crate) mod admin_api;
 mod auth;
 pub(crate) mod connections;
 pub(crate) mod error;
@@ -44,6 +45,8 @@ pub(crate) struct AppState {
     pub anonymous: Principal,
     /// Rates per client and the SSE stream cap.
     pub edge: limits::EdgeLimits,
+    /// The admin API's token and its way to the reload task.
+    pub admin: Arc<admin_api::AdminControl>,
 }
 
 impl AppState {

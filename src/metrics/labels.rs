@@ -154,10 +154,12 @@ pub enum Limit {
     ReplayBytes,
     /// `tasks.max_bytes`: finished tasks' results were dropped.
     TaskBytes,
+    /// `audit.queue` or `audit.max_line_bytes`: an audit line was dropped.
+    AuditQueue,
 }
 
 impl Limit {
-    pub const ALL: [Limit; 31] = [
+    pub const ALL: [Limit; 32] = [
         Limit::MaxBodyBytes,
         Limit::MaxInFlight,
         Limit::ModernMaxInFlight,
@@ -189,6 +191,7 @@ impl Limit {
         Limit::UpstreamMessageBytes,
         Limit::ReplayBytes,
         Limit::TaskBytes,
+        Limit::AuditQueue,
     ];
 
     pub fn label(self) -> &'static str {
@@ -224,6 +227,7 @@ impl Limit {
             Limit::UpstreamMessageBytes => "upstream_max_message_bytes",
             Limit::ReplayBytes => "replay_bytes",
             Limit::TaskBytes => "task_bytes",
+            Limit::AuditQueue => "audit_queue",
         }
     }
 }

@@ -30,15 +30,16 @@ pub fn check_listen_address(config: &Config, addr: SocketAddr) -> io::Result<()>
     ))
 }
 
-/// Refuses an admin address other machines can reach unless `server.allow_unauthenticated`
-/// is set. `[auth]` does not count: it guards the MCP endpoint, and the admin endpoints
-/// (whose metrics tell who uses the server and how) check no token at all.
+/// Refuses an admin address other machines can reach unless an admin token is set
+/// (`admin.token_env` / `token_file`) or `server.allow_unauthenticated` is. `[auth]` does
+/// not count: it guards the MCP endpoint, not the admin API that can end its sessions.
 pub fn check_admin_address(config: &Config, addr: SocketAddr) -> io::Result<()> {
-    if addr.ip().is_loopback() || config.server.allow_unauthenticated {
+    let token = config.admin.token_env.is_some() || config.admin.token_file.is_some();
+    if addr.ip().is_loopback() || token || config.server.allow_unauthenticated {
         return Ok(());
     }
     let auth = if config.auth.is_some() {
-        " ([auth] guards the MCP endpoint only; the admin endpoints take no token)"
+        " ([auth] guards the MCP endpoint only, not the admin endpoints)"
     } else {
         ""
     };
@@ -46,7 +47,8 @@ pub fn check_admin_address(config: &Config, addr: SocketAddr) -> io::Result<()> 
         io::ErrorKind::PermissionDenied,
         format!(
             "refusing to serve the admin endpoints on {addr} without authentication: \
-             other machines could read the metrics{auth}. Listen on 127.0.0.1 (admin.listen \
+             other machines could read the metrics and end sessions{auth}. Set an admin \
+             token (admin.token_env or admin.token_file), listen on 127.0.0.1 (admin.listen \
              or --admin-listen), or set server.allow_unauthenticated = true when only a \
              trusted network reaches it"
         ),

@@ -23,6 +23,7 @@ use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info};
 
+use crate::audit::Requester;
 use crate::context::{
     ClientLink, ClientRequestError, ContextParts, Grants, Notice, RequestContext,
 };
@@ -40,6 +41,7 @@ use crate::session::streams::{Attachment, StreamId, StreamRules, Streams};
 use crate::session::{SessionEnv, SessionError, registry::SessionSlot};
 
 mod bounds;
+pub(crate) mod describe;
 mod ending;
 mod immediate;
 mod outbound;
@@ -66,6 +68,10 @@ pub(super) struct SessionActor {
     version: ProtocolVersion,
     client: Arc<ClientInfo>,
     env: Arc<SessionEnv>,
+    /// The key of the principal that created the session.
+    owner: Arc<str>,
+    /// When the session started, for the admin API.
+    created: std::time::SystemTime,
     rx: mpsc::Receiver<SessionMsg>,
     /// The handlers' way back to this actor. It holds only a weak sender to the mailbox, so
     /// the actor ends when its last handle is gone; a running handler holds a strong one.
@@ -113,6 +119,8 @@ impl SessionActor {
             version,
             client,
             env,
+            owner: Arc::clone(&slot.owner),
+            created: std::time::SystemTime::now(),
             rx,
             link: Arc::new(SessionLink {
                 tx: self_tx.clone(),
@@ -232,6 +240,7 @@ impl SessionActor {
                 }
             }
             SessionMsg::Broadcast(event) => self.on_server_event(&event),
+            SessionMsg::Describe(respond_to) => self.describe(respond_to),
         }
         Flow::Continue
     }
@@ -346,6 +355,11 @@ impl SessionActor {
             return;
         };
         let task_id = id.clone();
+        let (audit, owner, session) = (
+            self.env.audit.clone(),
+            Arc::clone(&self.owner),
+            Arc::clone(&self.id),
+        );
         let span = request_span(
             &self.env.config.server.node_id,
             Some(&self.id),
@@ -354,7 +368,12 @@ impl SessionActor {
         );
         let task = tokio::spawn(
             async move {
-                let outcome = run_guarded(&features, timer.metrics(), ctx, &method, params).await;
+                let who = Requester::session(&owner, &session);
+                let outcome = audit
+                    .around(&features, who, &method, params, |params| {
+                        run_guarded(&features, timer.metrics(), ctx, &method, params)
+                    })
+                    .await;
                 timer.finish(outcome.is_ok());
                 let response = jsonrpc::encode_response(Some(&task_id), &outcome);
                 let _ = tx

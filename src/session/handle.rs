@@ -79,6 +79,13 @@ impl SessionHandle {
         .await?
     }
 
+    /// What the session holds now, for the admin API.
+    pub async fn describe(
+        &self,
+    ) -> Result<crate::session::actor::describe::SessionInfo, SessionError> {
+        self.ask(SessionMsg::Describe).await
+    }
+
     /// Ends the session.
     pub async fn delete(&self) -> Result<(), SessionError> {
         self.ask(|respond_to| SessionMsg::Delete { respond_to })

@@ -14,6 +14,7 @@ use crate::context::{Grants, Notice};
 use crate::events::ServerEvent;
 use crate::jsonrpc::{Message, RequestId};
 use crate::session::SessionError;
+use crate::session::actor::describe::SessionInfo;
 use crate::session::pending::Answer;
 use crate::session::streams::Attachment;
 
@@ -35,6 +36,8 @@ pub(super) enum SessionMsg {
     /// From a handler task: the encoded response to a client request.
     Finished(Box<FinishedMsg>),
     Broadcast(Arc<ServerEvent>),
+    /// From the admin API: what the session holds now.
+    Describe(oneshot::Sender<SessionInfo>),
 }
 
 // Every session's mailbox allocates its first block of slots up front, so the message

@@ -53,6 +53,7 @@ pub(crate) struct SessionEnv {
     pub metrics: Arc<Metrics>,
     /// The upstream servers (`[[upstreams]]`); each session owns its own connections.
     pub gateway: Option<Gateway>,
+    pub audit: crate::audit::AuditLog,
 }
 
 impl SessionEnv {
@@ -74,6 +75,7 @@ impl SessionEnv {
             shutdown,
             metrics,
             gateway: None,
+            audit: crate::audit::AuditLog::disabled(),
         }
     }
 

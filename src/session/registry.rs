@@ -39,6 +39,8 @@ pub(crate) enum RegistryFull {
 /// actor; dropping it frees both.
 #[derive(Debug)]
 pub(crate) struct SessionSlot {
+    /// The key of the principal the session is for.
+    pub owner: Arc<str>,
     _permit: OwnedSemaphorePermit,
     _owner: Option<KeyedSlot>,
 }
@@ -73,13 +75,14 @@ impl SessionRegistry {
         let permit = Arc::clone(&self.slots)
             .try_acquire_owned()
             .map_err(|_| RegistryFull::Server)?;
-        let owner = match per_owner {
+        let counted = match per_owner {
             Some(cap) => Some(self.owned.take(owner, cap).ok_or(RegistryFull::Principal)?),
             None => None,
         };
         Ok(SessionSlot {
+            owner: Arc::clone(owner),
             _permit: permit,
-            _owner: owner,
+            _owner: counted,
         })
     }
 
@@ -99,6 +102,19 @@ impl SessionRegistry {
 
     pub fn max(&self) -> usize {
         self.max
+    }
+
+    /// Every live session, whoever owns it, ordered by id: for the admin API, which pages
+    /// through them with the last id as its cursor.
+    pub fn all(&self) -> Vec<SessionHandle> {
+        let mut all: Vec<_> = self.sessions.iter().map(|h| h.value().clone()).collect();
+        all.sort_by(|a, b| a.id.cmp(&b.id));
+        all
+    }
+
+    /// The live session `id`, whoever owns it: for the admin API only.
+    pub fn any(&self, id: &str) -> Option<SessionHandle> {
+        self.sessions.get(id).map(|h| h.value().clone())
     }
 
     /// Delivers a server event to every session; a session whose mailbox is full misses it

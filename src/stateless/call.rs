@@ -15,6 +15,7 @@ use super::link::{Frame, MAX_INPUT_REQUESTS, StatelessLink, TaskStart};
 use super::request_state::Binding;
 use super::stamp::stamped_response;
 use super::{Caller, ModernState, Refusal, Reply, envelope, missing_capability, tasks};
+use crate::audit::Requester;
 use crate::context::{ClientLink, ContextParts, RequestContext};
 use crate::dispatch::methods;
 use crate::dispatch::{request_span, run_guarded};
@@ -158,7 +159,13 @@ pub(super) async fn run(
         let metrics = &task_state.metrics;
         let method = &request.method;
         let params = without_envelope(request.params.as_ref());
-        let outcome = run_guarded(&features, metrics, ctx, method, params).await;
+        let who = Requester::stateless(&task_caller.key);
+        let outcome = task_state
+            .audit
+            .around(&features, who, method, params, |params| {
+                run_guarded(&features, metrics, ctx, method, params)
+            })
+            .await;
         let mut inputs = Map::new();
         while let Ok((key, input)) = needed_rx.try_recv() {
             inputs.insert(key, input);

@@ -73,6 +73,7 @@ pub(crate) struct ModernState {
     /// The upstream servers; 2026-07-28 requests reach session-scoped ones through one
     /// scope per principal.
     pub gateway: Option<Gateway>,
+    pub audit: crate::audit::AuditLog,
 }
 
 impl ModernState {

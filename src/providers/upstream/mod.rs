@@ -21,6 +21,7 @@
 //! upstream processes (`gateway.max_children`), and the tasks that stop processes, which
 //! shutdown waits for.
 
+mod admin;
 mod catalog;
 mod changes;
 mod child;

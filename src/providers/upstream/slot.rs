@@ -46,6 +46,12 @@ pub(crate) struct Slot {
 }
 
 impl Slot {
+    /// Whether a live connection is held now; `None` when the slot is locked (starting).
+    pub(crate) fn live_now(&self) -> Option<bool> {
+        let state = self.state.try_lock().ok()?;
+        Some(state.live.as_ref().is_some_and(|l| !l.conn.is_closed()))
+    }
+
     /// The live connection, started (or restarted, after the backoff) when there is none;
     /// waiting for it (the slot, the backoff, the start) takes at most `wait`.
     pub async fn connection(

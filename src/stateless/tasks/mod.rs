@@ -31,6 +31,7 @@ use tokio::task::AbortHandle;
 
 use super::link::{MAX_INPUT_REQUESTS, StatelessLink};
 use super::{Caller, ModernState};
+use crate::audit::Requester;
 use crate::context::{ClientLink, ContextParts, RequestContext};
 use crate::dispatch::{request_span, run_guarded};
 use crate::features::Features;
@@ -163,8 +164,13 @@ fn spawn_run(state: &Arc<ModernState>, run: Run) -> AbortHandle {
                 grants: crate::context::Grants::everything(),
             });
             let (features, metrics) = (&call.features, &state.metrics);
-            let outcome =
-                run_guarded(features, metrics, ctx, "tools/call", call.params.clone()).await;
+            let (who, params) = (Requester::stateless(&call.owner), call.params.clone());
+            let outcome = state
+                .audit
+                .around(features, who, "tools/call", params, |params| {
+                    run_guarded(features, metrics, ctx, "tools/call", params)
+                })
+                .await;
             let mut inputs = Map::new();
             while let Ok((key, input)) = needed_rx.try_recv() {
                 inputs.insert(key, input);

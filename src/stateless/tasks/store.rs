@@ -468,3 +468,29 @@ mod charge;
 mod drain;
 #[cfg(test)]
 mod tests;
+
+impl TaskStore {
+    /// Every task with its owner and status, oldest first: for the admin API
+    /// (`GET /admin/tasks`). Read-only; each entry is locked only to copy its fields.
+    pub(crate) fn list_for_admin(&self) -> Vec<Value> {
+        let mut all: Vec<(SystemTime, Value)> = self
+            .tasks
+            .iter()
+            .map(|entry| {
+                let task = entry.value();
+                let tool = task.call.params.as_ref().and_then(|p| p.get("name"));
+                let fields = json!({
+                    "taskId": entry.key(),
+                    "owner": &*task.call.owner,
+                    "status": task.status,
+                    "tool": tool,
+                    "createdAt": timestamp(task.created_at),
+                    "lastUpdatedAt": timestamp(task.last_updated_at),
+                });
+                (task.created_at, fields)
+            })
+            .collect();
+        all.sort_by_key(|(created, _)| *created);
+        all.into_iter().map(|(_, fields)| fields).collect()
+    }
+}
