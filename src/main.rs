@@ -18,8 +18,7 @@ use tracing_subscriber::EnvFilter;
 
 mod call;
 
-use call::admin::AdminAsk;
-use call::admin_cli::{self, AdminArgs, SessionsCommand, TasksCommand};
+use call::admin_cli;
 
 // mimalloc, chosen by measurement against the system allocator; see docs/performance.md.
 #[global_allocator]
@@ -133,12 +132,9 @@ enum Command {
         #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
         timeout: std::time::Duration,
     },
-    /// List, show or end the sessions of a running server (its admin API).
-    Sessions(SessionsCommand),
-    /// Reload a running server's configuration file; prints its errors when refused.
-    Reload(AdminArgs),
-    /// List the 2026-07-28 tasks of a running server.
-    Tasks(TasksCommand),
+    /// `sessions`, `reload` and `tasks`: the admin API's client.
+    #[command(flatten)]
+    Admin(admin_cli::AdminCommand),
 }
 
 /// Expected errors (a busy port, a refused address, a configuration error) print their
@@ -184,15 +180,7 @@ fn run() -> anyhow::Result<()> {
         Some(Command::Probe { url, timeout }) => {
             return runtime(1)?.block_on(probe(url, *timeout));
         }
-        Some(Command::Sessions(c)) => {
-            return admin_cli::run(cli.config.as_deref(), &c.admin, c.action.ask());
-        }
-        Some(Command::Reload(admin)) => {
-            return admin_cli::run(cli.config.as_deref(), admin, AdminAsk::Reload);
-        }
-        Some(Command::Tasks(c)) => {
-            return admin_cli::run(cli.config.as_deref(), &c.admin, c.action.ask());
-        }
+        Some(Command::Admin(command)) => return admin_cli::run(cli.config.as_deref(), command),
         None => {}
     }
     let loaded = LoadedConfig::read(cli.config.as_deref())?;
@@ -212,11 +200,14 @@ fn run() -> anyhow::Result<()> {
     served
 }
 
-/// Takes the static tokens' `token_env` variables out of the environment, which every
+/// Takes the static tokens' and the admin token's `token_env` variables out of the environment, which every
 /// child (stdio upstreams, command tools without `env_clear`) inherits; the server keeps
 /// their values in memory (`auth::withhold_token_env`).
 fn withhold_token_env(loaded: &LoadedConfig) {
-    for var in mcp_actor::auth::withhold_token_env(loaded.config.auth.as_ref()) {
+    let admin = loaded.config.admin.token_env.as_deref();
+    let admin = admin.and_then(mcp_actor::auth::withhold_env_var);
+    let vars = mcp_actor::auth::withhold_token_env(loaded.config.auth.as_ref());
+    for var in vars.into_iter().chain(admin) {
         // SAFETY: `remove_var` races only with another thread reading or writing the
         // environment. This runs in `main` before the tokio runtime is built, the first
         // thread this process starts (nothing before it spawns one: argument parsing and

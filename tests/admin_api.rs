@@ -19,7 +19,11 @@ fn config(extra_tool: &str) -> String {
 
 /// The binary on a configuration file in `dir` that needs [`TOKEN`] on `/admin/*`.
 fn start(dir: &TempDir) -> (TestServer, std::path::PathBuf) {
-    let path = dir.write("server.toml", &config(""));
+    start_with(dir, "")
+}
+
+fn start_with(dir: &TempDir, extra_tool: &str) -> (TestServer, std::path::PathBuf) {
+    let path = dir.write("server.toml", &config(extra_tool));
     let server = TestServer::with_config_file(&path, &[(TOKEN_VAR, TOKEN)]);
     (server, path)
 }
@@ -144,7 +148,8 @@ async fn admin_lists_shows_and_ends_sessions_and_the_ended_one_then_gets_404() {
 #[tokio::test]
 async fn admin_endpoints_need_the_token_and_the_probes_stay_open() {
     let dir = TempDir::new("admin-token");
-    let (server, _) = start(&dir);
+    let printenv = "[[tools]]\nname = \"printenv\"\ncommand = [\"env\"]\ninput_schema = { type = \"object\" }\n";
+    let (server, _) = start_with(&dir, printenv);
     for (method, path) in [
         (reqwest::Method::GET, "/admin/sessions"),
         (reqwest::Method::GET, "/admin/tasks"),
@@ -185,6 +190,12 @@ async fn admin_endpoints_need_the_token_and_the_probes_stay_open() {
         (status, upstreams),
         (StatusCode::OK, json!({ "upstreams": [] }))
     );
+    let session = server.client().connect().await;
+    let env = session
+        .call_tool_text(json!(1), "printenv", json!({}))
+        .await;
+    assert!(env.contains("PATH="), "{env}");
+    assert!(!env.contains(TOKEN), "a child never sees the admin token");
 }
 
 #[tokio::test]

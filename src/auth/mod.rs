@@ -10,7 +10,8 @@
 mod jwt;
 mod tokens;
 
-pub use tokens::withhold_token_env;
+pub(crate) use tokens::token_from_env;
+pub use tokens::{withhold_env_var, withhold_token_env};
 
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -43,8 +43,17 @@ pub fn withhold_token_env(section: Option<&AuthSection>) -> Vec<String> {
     names
 }
 
+/// [`withhold_token_env`] for one more variable (the admin token's `admin.token_env`):
+/// its name when it was set and is now kept here.
+pub fn withhold_env_var(var: &str) -> Option<String> {
+    let value = std::env::var(var).ok()?;
+    let mut withheld = WITHHELD.lock().unwrap_or_else(PoisonError::into_inner);
+    withheld.insert(var.to_string(), value);
+    Some(var.to_string())
+}
+
 /// The token in `var`: the value withheld at startup, else the environment's.
-fn token_from_env(var: &str) -> Option<String> {
+pub(crate) fn token_from_env(var: &str) -> Option<String> {
     let withheld = WITHHELD.lock().unwrap_or_else(PoisonError::into_inner);
     withheld
         .get(var)

@@ -8,6 +8,17 @@ use mcp_actor::providers::LoadedConfig;
 
 use super::admin::AdminAsk;
 
+/// The admin commands, flattened into the binary's subcommands.
+#[derive(Subcommand)]
+pub enum AdminCommand {
+    /// List, show or end the sessions of a running server (its admin API).
+    Sessions(SessionsCommand),
+    /// Reload a running server's configuration file; prints its errors when refused.
+    Reload(AdminArgs),
+    /// List the 2026-07-28 tasks of a running server.
+    Tasks(TasksCommand),
+}
+
 /// `mcp-actor sessions …`.
 #[derive(clap::Args)]
 pub struct SessionsCommand {
@@ -80,11 +91,12 @@ impl TasksAction {
 
 /// Runs an admin command against `--admin`, or the admin listener `config` names (read as
 /// `check` reads it), and exits 1 when it fails.
-pub fn run(
-    config: Option<&std::path::Path>,
-    args: &AdminArgs,
-    ask: AdminAsk,
-) -> anyhow::Result<()> {
+pub fn run(config: Option<&std::path::Path>, command: &AdminCommand) -> anyhow::Result<()> {
+    let (args, ask) = match command {
+        AdminCommand::Sessions(c) => (&c.admin, c.action.ask()),
+        AdminCommand::Reload(admin) => (admin, AdminAsk::Reload),
+        AdminCommand::Tasks(c) => (&c.admin, c.action.ask()),
+    };
     let base = match &args.admin {
         Some(url) => url.clone(),
         None => {

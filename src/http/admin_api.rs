@@ -54,7 +54,7 @@ impl AdminControl {
     /// to start, rather than leave the API open.
     pub fn new(section: &AdminSection, config_dir: &Path) -> Result<Self, String> {
         let token = match (&section.token_env, &section.token_file) {
-            (Some(var), _) => Some(std::env::var(var).map_err(|_| {
+            (Some(var), _) => Some(crate::auth::token_from_env(var).ok_or_else(|| {
                 format!(
                     "admin.token_env names {var}, which is not set; export it or remove the key"
                 )
