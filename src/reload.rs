@@ -148,6 +148,7 @@ fn tables_needing_restart(old: &Config, new: &Config) -> Vec<&'static str> {
         ("gateway", old.gateway != new.gateway),
         ("upstreams", old.upstreams != new.upstreams),
         ("command_tools", processes(old) != processes(new)),
+        ("audit", old.audit != new.audit),
     ]
     .into_iter()
     .filter(|(_, changed)| *changed)

@@ -300,3 +300,50 @@ async fn logrotate_moving_the_file_then_sighup_loses_no_line() {
         (0..N).map(|i| format!("after {i}")).collect::<Vec<_>>()
     );
 }
+
+/// The value of the unlabelled counter `name` on the admin listener's `/metrics`.
+async fn counter(server: &TestServer, name: &str) -> f64 {
+    let text = reqwest::get(format!("{}/metrics", server.admin_url))
+        .await
+        .expect("scrape")
+        .text()
+        .await
+        .expect("metrics text");
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{name} missing from /metrics"))
+}
+
+#[tokio::test]
+async fn a_stalled_audit_reader_drops_and_counts_lines_and_never_blocks_a_call() {
+    use std::os::unix::fs::OpenOptionsExt;
+    const CALLS: usize = 300;
+    let dir = TempDir::new("audit-stalled");
+    let fifo = dir.path().join("audit.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+    // A reader that never reads: the pipe fills (64 KiB), then the writer stalls on it.
+    let _reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(&fifo)
+        .expect("open the FIFO's read end");
+    let toml = config(&fifo).replace("redact = [\"api_key\"]", "redact = []\nqueue = 4");
+    let server = TestServer::with_config(&toml);
+    let session = server.client().initialize(LATEST, json!({})).await;
+    let text = "x".repeat(1024);
+    let started = std::time::Instant::now();
+    for i in 0..CALLS {
+        let params = json!({ "name": "echo", "arguments": { "text": text } });
+        session.call(json!(i), "tools/call", params).await;
+    }
+    let elapsed = started.elapsed();
+    let dropped = counter(&server, "mcp_audit_dropped_total").await;
+    assert!(
+        dropped >= 200.0,
+        "about CALLS - 64 KiB/1 KiB - queue lines dropped, not {dropped}"
+    );
+    assert!(
+        elapsed < Duration::from_secs(15),
+        "{CALLS} calls took {elapsed:?}"
+    );
+}

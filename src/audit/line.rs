@@ -81,3 +81,41 @@ impl Line {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(arguments: Value) -> Line {
+        Line {
+            time: SystemTime::UNIX_EPOCH,
+            node: Arc::from("n1"),
+            principal: "ann".into(),
+            session: None,
+            method: "tools/call".into(),
+            name: Some("echo".into()),
+            arguments,
+            outcome: Outcome::Error(-32602),
+            duration_ms: 1.5,
+            trace_id: None,
+        }
+    }
+
+    #[test]
+    fn a_line_over_the_cap_loses_its_arguments_and_stays_one_json_line() {
+        let small = line(serde_json::json!({ "text": "hi" }))
+            .encode(1024)
+            .expect("fits");
+        let text = String::from_utf8(small).expect("UTF-8");
+        assert!(text.ends_with('\n') && text.matches('\n').count() == 1);
+        let parsed: Value = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(parsed["time"], "1970-01-01T00:00:00.000Z");
+        assert_eq!(parsed["outcome"], -32602);
+        let big = line(serde_json::json!({ "text": "x".repeat(5000) }))
+            .encode(1024)
+            .expect("fits without its arguments");
+        let parsed: Value = serde_json::from_slice(&big).expect("JSON");
+        assert_eq!(parsed["arguments"], "[too large]");
+        assert!(big.len() <= 1024);
+    }
+}
