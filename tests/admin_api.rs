@@ -292,3 +292,56 @@ async fn the_cli_lists_shows_and_ends_sessions() {
     let (ok, tasks, _) = cli(&["tasks", "list", "--admin", &base]);
     assert!(ok && tasks.starts_with("TASK"), "{tasks}");
 }
+
+#[tokio::test]
+async fn admin_shows_a_sessions_upstream_child_and_protect_metrics_guards_the_probes() {
+    let dir = TempDir::new("admin-upstreams");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/upstreams/fixture.py");
+    let extra = format!(
+        "[[upstreams]]\nname = \"fx\"\ncommand = [\"python3\", \"{}\", \"admin-{}\"]\n",
+        script.display(),
+        common::unique()
+    );
+    let path = dir.write(
+        "server.toml",
+        &config(&extra).replace("[admin]\n", "[admin]\nprotect_metrics = true\n"),
+    );
+    let server = TestServer::with_config_file(&path, &[(TOKEN_VAR, TOKEN)]);
+    let session = server.client().connect().await;
+    let shown = format!("/admin/sessions/{}", session.id);
+    assert_eq!(
+        get(&server, &shown).await.1["upstreams"],
+        json!([]),
+        "no child before a call"
+    );
+    let pid = session.call_tool_text(json!(1), "fx__pid", json!({})).await;
+    assert!(pid.parse::<u32>().is_ok(), "the child answers: {pid}");
+    assert_eq!(get(&server, &shown).await.1["upstreams"], json!(["fx"]));
+    let (status, upstreams) = get(&server, "/admin/upstreams").await;
+    assert_eq!(status, StatusCode::OK);
+    let fx = &upstreams["upstreams"][0];
+    assert_eq!(
+        (
+            fx["name"].clone(),
+            fx["transport"].clone(),
+            fx["scope"].clone()
+        ),
+        (json!("fx"), json!("stdio"), json!("session"))
+    );
+    assert!(
+        fx["childrenRunning"].as_u64().is_some_and(|n| n >= 1),
+        "{upstreams}"
+    );
+
+    for probe in ["/metrics", "/healthz", "/readyz"] {
+        let (status, _) = admin(&server, reqwest::Method::GET, probe, None).await;
+        assert_eq!(
+            status,
+            StatusCode::UNAUTHORIZED,
+            "{probe} with protect_metrics"
+        );
+        let (status, _) = admin(&server, reqwest::Method::GET, probe, Some(TOKEN)).await;
+        assert_eq!(status, StatusCode::OK, "{probe} with the token");
+    }
+}
