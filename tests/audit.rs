@@ -108,14 +108,26 @@ async fn the_audit_lines_of_a_known_workload_match_field_by_field() {
     let trace = "0af7651916cd43dd8448eb211c80319c";
     let echo = json!({ "name": "echo", "arguments": { "text": "hi" },
                        "_meta": { "traceparent": format!("00-{trace}-b7ad6b7169203331-01") } });
-    session.call(json!(1), "tools/call", echo).await;
-    session
-        .call(
-            json!(2),
-            "tools/call",
-            json!({ "name": "fails", "arguments": {} }),
-        )
-        .await;
+    // `_meta.traceparent` wins over the header; the header serves when `_meta` has none.
+    let header = "0123456789abcdef0123456789abcdef";
+    let header_value = format!("00-{header}-b7ad6b7169203331-01");
+    let traced = |body: Value| {
+        let extra = [
+            ("mcp-session-id", session.id.as_str()),
+            ("mcp-protocol-version", session.version.as_str()),
+            ("traceparent", header_value.as_str()),
+        ];
+        let client = session.client.clone();
+        async move {
+            common::read_reply(client.post_raw(&body, &extra).await)
+                .await
+                .status
+        }
+    };
+    let request = |id: i64, params: Value| json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params });
+    assert_eq!(traced(request(1, echo)).await, reqwest::StatusCode::OK);
+    let fails = request(2, json!({ "name": "fails", "arguments": {} }));
+    assert_eq!(traced(fails).await, reqwest::StatusCode::OK);
     let unknown = session
         .request(
             json!(3),
@@ -139,7 +151,8 @@ async fn the_audit_lines_of_a_known_workload_match_field_by_field() {
         .call(json!(5), "resources/read", json!({ "uri": "memo://note" }))
         .await;
     session.call(json!(6), "tools/list", json!({})).await;
-    let modern = Modern::call(7, "echo", json!({ "text": "stateless" }));
+    let modern = Modern::call(7, "echo", json!({ "text": "stateless" }))
+        .header("traceparent", &header_value);
     modern.result(&client_of(&server)).await;
 
     let lines = lines(&log, 6).await;
@@ -170,7 +183,7 @@ async fn the_audit_lines_of_a_known_workload_match_field_by_field() {
             "fails",
             json!({}),
             json!("tool_error"),
-            Value::Null,
+            json!(header),
         ),
     );
     assert_line(
@@ -202,7 +215,7 @@ async fn the_audit_lines_of_a_known_workload_match_field_by_field() {
         "echo",
         json!({ "text": "stateless" }),
         json!("ok"),
-        Value::Null,
+        json!(header),
     );
     stateless["session"] = Value::Null;
     assert_line(&lines[5], stateless);

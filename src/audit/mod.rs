@@ -53,6 +53,14 @@ impl<'a> Requester<'a> {
         }
     }
 
+    /// With the HTTP `traceparent` header of the request, when it had one.
+    pub fn traceparent(self, traceparent: Option<&'a str>) -> Self {
+        Requester {
+            traceparent,
+            ..self
+        }
+    }
+
     /// A 2026-07-28 request of `principal`, which has no session.
     pub fn stateless(principal: &'a str) -> Self {
         Requester {

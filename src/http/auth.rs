@@ -63,6 +63,7 @@ impl AppState {
             max_tasks: config.map(|c| c.max_tasks_per_principal),
             max_listen_streams: config.map(|c| c.max_listen_streams_per_principal),
             grants: self.grants(principal),
+            traceparent: None,
         }
     }
 

@@ -218,6 +218,12 @@ pub(crate) fn protocol_version_value(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// The routing fields of a 2026-07-28 request are its `Mcp-*` headers.
+/// The W3C `traceparent` header, for the audit log (which checks its form).
+pub(crate) fn traceparent(headers: &HeaderMap) -> Option<std::sync::Arc<str>> {
+    let value = headers.get("traceparent")?.to_str().ok()?;
+    Some(std::sync::Arc::from(value))
+}
+
 impl RoutingFields for HeaderMap {
     fn single(&self, field: RoutingField<'_>) -> Result<Option<&str>, RpcError> {
         let param;

@@ -168,7 +168,8 @@ async fn handle_post(
     drop(bytes);
     state.check_scopes(&principal, decoded.messages())?;
     if is_modern_post(headers, session_id, &decoded) {
-        let caller = state.caller(&principal);
+        let mut caller = state.caller(&principal);
+        caller.traceparent = headers::traceparent(headers);
         let transport = stateless::Transport {
             caller: &caller,
             fields: headers,
@@ -231,7 +232,13 @@ async fn handle_post(
         .then(|| state.edge.sse_permit(&principal.key))
         .transpose()?;
     let grants = state.grants(&principal);
-    match (handle.post(decoded.into_messages(), grants).await?, permit) {
+    let traceparent = headers::traceparent(headers);
+    match (
+        handle
+            .post(decoded.into_messages(), grants, traceparent)
+            .await?,
+        permit,
+    ) {
         (PostOutcome::Stream(attachment), Some(permit)) => {
             let response = reply::respond_to_post(attachment, config, &state.metrics, is_batch);
             Ok(limits::hold(response.await, permit))

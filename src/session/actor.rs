@@ -72,6 +72,8 @@ pub(super) struct SessionActor {
     owner: Arc<str>,
     /// When the session started, for the admin API.
     created: std::time::SystemTime,
+    /// The `traceparent` header of the POST being handled, for its audit lines.
+    traceparent: Option<Arc<str>>,
     rx: mpsc::Receiver<SessionMsg>,
     /// The handlers' way back to this actor. It holds only a weak sender to the mailbox, so
     /// the actor ends when its last handle is gone; a running handler holds a strong one.
@@ -121,6 +123,7 @@ impl SessionActor {
             env,
             owner: Arc::clone(&slot.owner),
             created: std::time::SystemTime::now(),
+            traceparent: None,
             rx,
             link: Arc::new(SessionLink {
                 tx: self_tx.clone(),
@@ -189,8 +192,10 @@ impl SessionActor {
                 let PostMsg {
                     messages,
                     grants,
+                    traceparent,
                     respond_to,
                 } = *msg;
+                self.traceparent = traceparent;
                 self.last_activity = Instant::now();
                 let outcome = self.on_post(messages, &grants);
                 let _ = respond_to.send(outcome);
@@ -355,10 +360,11 @@ impl SessionActor {
             return;
         };
         let task_id = id.clone();
-        let (audit, owner, session) = (
+        let (audit, owner, session, traceparent) = (
             self.env.audit.clone(),
             Arc::clone(&self.owner),
             Arc::clone(&self.id),
+            self.traceparent.clone(),
         );
         let span = request_span(
             &self.env.config.server.node_id,
@@ -368,7 +374,7 @@ impl SessionActor {
         );
         let task = tokio::spawn(
             async move {
-                let who = Requester::session(&owner, &session);
+                let who = Requester::session(&owner, &session).traceparent(traceparent.as_deref());
                 let outcome = audit
                     .around(&features, who, &method, params, |params| {
                         run_guarded(&features, timer.metrics(), ctx, &method, params)

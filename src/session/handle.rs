@@ -54,11 +54,13 @@ impl SessionHandle {
         &self,
         messages: Vec<Message>,
         grants: Grants,
+        traceparent: Option<Arc<str>>,
     ) -> Result<PostOutcome, SessionError> {
         self.ask(|respond_to| {
             SessionMsg::Post(Box::new(PostMsg {
                 messages,
                 grants,
+                traceparent,
                 respond_to,
             }))
         })

@@ -48,6 +48,8 @@ pub(super) struct PostMsg {
     pub messages: Vec<Message>,
     /// What this POST's token lets it use: its requests' lists are filtered with it.
     pub grants: Grants,
+    /// The POST's `traceparent` header, for the audit lines of its requests.
+    pub traceparent: Option<Arc<str>>,
     pub respond_to: oneshot::Sender<Result<PostOutcome, SessionError>>,
 }
 

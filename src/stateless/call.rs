@@ -159,7 +159,8 @@ pub(super) async fn run(
         let metrics = &task_state.metrics;
         let method = &request.method;
         let params = without_envelope(request.params.as_ref());
-        let who = Requester::stateless(&task_caller.key);
+        let who =
+            Requester::stateless(&task_caller.key).traceparent(task_caller.traceparent.as_deref());
         let outcome = task_state
             .audit
             .around(&features, who, method, params, |params| {

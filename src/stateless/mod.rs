@@ -197,6 +197,8 @@ pub(crate) struct Caller {
     pub max_listen_streams: Option<usize>,
     /// What the principal may use: its lists are filtered with it.
     pub grants: crate::context::Grants,
+    /// The request's `traceparent` header, for its audit line.
+    pub traceparent: Option<Arc<str>>,
 }
 
 /// What the transport knows of one modern POST besides its body.

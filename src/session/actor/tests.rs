@@ -69,6 +69,7 @@ fn post(
 ) -> (Flow, Result<PostOutcome, SessionError>) {
     let (respond_to, answer) = oneshot::channel();
     let flow = actor.handle(SessionMsg::Post(Box::new(PostMsg {
+        traceparent: None,
         messages,
         grants: crate::context::Grants::everything(),
         respond_to,
