@@ -2,6 +2,7 @@
 //! and `mcp-actor sessions|reload|tasks` against it.
 
 mod common;
+mod task_client;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -16,6 +17,9 @@ const TOKEN_VAR: &str = "MCP_TEST_ADMIN_TOKEN";
 fn config(extra_tool: &str) -> String {
     format!("[admin]\ntoken_env = \"{TOKEN_VAR}\"\n\n[[tools]]\nbuiltin = \"echo\"\n{extra_tool}")
 }
+
+/// A tool that runs as a task when the client declares the extension.
+const TASK_TOOL: &str = "[[tools]]\nbuiltin = \"sleep\"\ntask_support = \"optional\"\n";
 
 /// The binary on a configuration file in `dir` that needs [`TOKEN`] on `/admin/*`.
 fn start(dir: &TempDir) -> (TestServer, std::path::PathBuf) {
@@ -248,7 +252,7 @@ fn a_non_loopback_admin_listener_without_a_token_refuses_to_start() {
 #[tokio::test]
 async fn the_cli_lists_shows_and_ends_sessions() {
     let dir = TempDir::new("admin-cli");
-    let (server, _) = start(&dir);
+    let (server, _) = start_with(&dir, TASK_TOOL);
     let session = server.client().initialize(LATEST, json!({})).await;
     let base = server.admin_url.clone();
 
@@ -289,8 +293,38 @@ async fn the_cli_lists_shows_and_ends_sessions() {
     let (ok, _, stderr) = cli(&["sessions", "end", &session.id, "--admin", &base]);
     assert!(!ok && stderr.contains("404"), "{stderr}");
 
+    let modern = common::modern::client_of(&server);
+    let task = task_client::create(&modern, 9, "sleep", json!({ "ms": 60000 }))
+        .await
+        .expect("a task");
+    let (status, listed) = get(&server, "/admin/tasks").await;
+    assert_eq!(status, StatusCode::OK);
+    let listed = &listed["tasks"][0];
+    assert_eq!(
+        (
+            listed["taskId"].clone(),
+            listed["owner"].clone(),
+            listed["status"].clone(),
+            listed["tool"].clone()
+        ),
+        (
+            json!(task),
+            json!("anonymous"),
+            json!("working"),
+            json!("sleep")
+        ),
+        "{listed}"
+    );
     let (ok, tasks, _) = cli(&["tasks", "list", "--admin", &base]);
-    assert!(ok && tasks.starts_with("TASK"), "{tasks}");
+    let rows: Vec<&str> = tasks.lines().collect();
+    assert!(
+        ok && rows[0].starts_with("TASK") && rows.len() == 2,
+        "{tasks}"
+    );
+    assert!(
+        rows[1].starts_with(&task) && rows[1].contains("working"),
+        "{tasks}"
+    );
 }
 
 #[tokio::test]
