@@ -16,6 +16,7 @@ pub mod names;
 pub mod providers;
 pub mod resource_uri;
 mod sections;
+pub mod store;
 pub mod upstreams;
 
 use locate::locate_key;
@@ -74,6 +75,8 @@ pub struct Config {
     pub gateway: upstreams::GatewaySection,
     /// MCP servers whose features are served beside this one's.
     pub upstreams: Vec<upstreams::UpstreamConfig>,
+    /// `[store]`: durable session records shared by a fleet, or kept across a restart.
+    pub store: store::StoreSection,
 }
 
 /// A configuration error, located in its file.

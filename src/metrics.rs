@@ -67,6 +67,7 @@ pub struct Metrics {
     sse_replay_misses: Counter,
     limit_rejections: [Counter; Limit::ALL.len()],
     reloads: [Counter; 3],
+    store_errors: Counter,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -208,6 +209,12 @@ impl Metrics {
             "Configuration reloads, by outcome",
             family,
         );
+        let store_errors = Counter::default();
+        r.register(
+            "mcp_store_errors",
+            "Session store calls that failed or timed out ([store])",
+            store_errors.clone(),
+        );
         let build = Info::new(vec![
             ("version", env!("CARGO_PKG_VERSION").to_string()),
             ("node", node.to_string()),
@@ -234,6 +241,7 @@ impl Metrics {
             sse_replay_misses,
             limit_rejections,
             reloads,
+            store_errors,
         }
     }
 
@@ -354,6 +362,10 @@ impl Metrics {
 
     pub fn limit_hit(&self, limit: Limit) {
         self.limit_rejections[limit as usize].inc();
+    }
+
+    pub fn store_error(&self) {
+        self.store_errors.inc();
     }
 
     pub fn config_reloaded(&self, outcome: ReloadOutcome) {

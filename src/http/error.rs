@@ -125,6 +125,12 @@ impl From<SessionError> for HttpError {
                     .retry_after(1)
                     .limit(Limit::MaxInFlight)
             }
+            SessionError::StoreDown => HttpError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                codes::SERVER_ERROR,
+                message,
+            )
+            .retry_after(1),
             SessionError::Draining => HttpError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 codes::SERVER_ERROR,

@@ -43,6 +43,7 @@ mod bounds;
 mod ending;
 mod immediate;
 mod outbound;
+pub(crate) mod record;
 #[cfg(test)]
 mod tests;
 
@@ -87,6 +88,8 @@ pub(super) struct SessionActor {
     draining: bool,
     /// This session's upstream connections, lent to its handlers; closed when it ends.
     upstreams: Option<Arc<Scope>>,
+    /// With `[store]`: what keeps this session's durable record.
+    keeper: Option<record::RecordKeeper>,
 }
 
 impl SessionActor {
@@ -129,6 +132,7 @@ impl SessionActor {
             idle_deadline,
             draining: false,
             upstreams,
+            keeper: None,
         }
     }
 
@@ -149,6 +153,7 @@ impl SessionActor {
                     if let Flow::Stop(reason) = self.handle(msg) {
                         break reason;
                     }
+                    self.keep_record();
                 }
                 () = &mut timer => {
                     if let Flow::Stop(reason) = self.on_timer() {
@@ -232,6 +237,8 @@ impl SessionActor {
                 }
             }
             SessionMsg::Broadcast(event) => self.on_server_event(&event),
+            SessionMsg::Moved(epoch) if self.owns_past(epoch) => {}
+            SessionMsg::Moved(_) => return Flow::Stop(Ending::Moved),
         }
         Flow::Continue
     }

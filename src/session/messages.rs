@@ -35,6 +35,9 @@ pub(super) enum SessionMsg {
     /// From a handler task: the encoded response to a client request.
     Finished(Box<FinishedMsg>),
     Broadcast(Arc<ServerEvent>),
+    /// From the session's record writer or the store's announcements: another node owns
+    /// the session since this epoch, or deleted it (`u64::MAX`).
+    Moved(u64),
 }
 
 // Every session's mailbox allocates its first block of slots up front, so the message
