@@ -24,6 +24,8 @@ mod nodes;
 mod scenarios;
 #[path = "cluster/scratch.rs"]
 mod scratch;
+#[path = "cluster/store.rs"]
+mod store;
 #[path = "cluster/traffic.rs"]
 mod traffic;
 
@@ -113,5 +115,21 @@ fn haproxy_spreads_stateless_requests_and_input_round_trips_cross_nodes() {
     run(
         "2026-07-28 requests through HAProxy",
         scenarios::stateless_requests_spread(Kind::Haproxy),
+    );
+}
+
+#[test]
+fn nginx_rolling_restart_and_a_kill_keep_every_session_with_a_shared_store() {
+    run(
+        "a shared store behind nginx",
+        store::rolling_restart_and_a_kill_keep_every_session(Kind::Nginx),
+    );
+}
+
+#[test]
+fn haproxy_rolling_restart_and_a_kill_keep_every_session_with_a_shared_store() {
+    run(
+        "a shared store behind HAProxy",
+        store::rolling_restart_and_a_kill_keep_every_session(Kind::Haproxy),
     );
 }

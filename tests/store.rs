@@ -12,100 +12,18 @@
 //!   counted, and new sessions are stored again once Redis is back.
 
 mod common;
+#[path = "common/redis.rs"]
+mod redis;
 
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{BUILTIN_TOOLS_TOML, Client, LATEST, Session, TempDir, TestServer};
+use redis::{Redis, free_port};
 use reqwest::StatusCode;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
 const LIMIT: Duration = Duration::from_secs(10);
-
-/// A `redis-server` of this test's own, on a free loopback port; killed on drop.
-struct Redis {
-    port: u16,
-    child: Child,
-    _dir: TempDir,
-}
-
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    listener.local_addr().expect("local addr").port()
-}
-
-impl Redis {
-    fn start() -> Redis {
-        Self::on_port(free_port())
-    }
-
-    fn on_port(port: u16) -> Redis {
-        let dir = TempDir::new("store-redis");
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no", "--dir"])
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server is installed (scripts/lb-tools.sh installs it)");
-        let redis = Redis {
-            port,
-            child,
-            _dir: dir,
-        };
-        let deadline = Instant::now() + LIMIT;
-        while redis.cli(&["PING"]).trim() != "PONG" {
-            assert!(
-                Instant::now() < deadline,
-                "redis-server did not answer PING"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        redis
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/0", self.port)
-    }
-
-    fn cli(&self, args: &[&str]) -> String {
-        let out = Command::new("redis-cli")
-            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
-            .args(args)
-            .output()
-            .expect("redis-cli");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Commands Redis has run, every kind but this test's own `INFO`.
-    fn commands(&self) -> u64 {
-        self.cli(&["INFO", "commandstats"])
-            .lines()
-            .filter(|l| l.starts_with("cmdstat_") && !l.starts_with("cmdstat_info:"))
-            .filter_map(|l| {
-                l.split("calls=")
-                    .nth(1)?
-                    .split(',')
-                    .next()?
-                    .parse::<u64>()
-                    .ok()
-            })
-            .sum()
-    }
-
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
 
 const ALICE: &str = "store-alice-token-0b1c";
 const BOB: &str = "store-bob-token-9f3e";

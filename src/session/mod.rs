@@ -137,6 +137,9 @@ pub(crate) enum SessionError {
          ended for good here; retry shortly"
     )]
     StoreDown,
+    /// `[store]`: a draining node does not restore a session; another node will.
+    #[error("this node is shutting down and hands its sessions to the others; retry")]
+    HandOff,
     #[error(transparent)]
     Replay(#[from] ReplayError),
     /// The request cannot open a session (malformed `initialize`).

@@ -137,9 +137,10 @@ async fn restore(
     let Some(version) = ProtocolVersion::parse(&record.protocol_version) else {
         return Err(SessionError::NotFound);
     };
-    // A draining node takes no session: the balancer retries the request on another node.
+    // A draining node takes no session over: the request is handed to another node, which
+    // restores it there.
     if env.drain.is_cancelled() {
-        return Err(SessionError::Draining);
+        return Err(SessionError::HandOff);
     }
     let slot = env
         .registry
