@@ -115,7 +115,14 @@ async fn a_restarted_node_serves_the_same_session_from_its_file_store() {
     ] {
         let mut server = start_node(&dir, "node.toml", &toml);
         let session = server.bounded_client(LIMIT).connect().await;
-        assert_eq!(echo_status(&session, 1).await, StatusCode::OK);
+        let echo = json!({ "name": "echo", "arguments": { "text": "hi" } });
+        let before = session.request(json!(1), "tools/call", echo).await;
+        assert_eq!(before.status, StatusCode::OK);
+        let event_id = before
+            .event_ids
+            .last()
+            .cloned()
+            .unwrap_or_else(|| "1.1".into());
         assert!(
             server.terminate(LIMIT).is_some(),
             "the node exits on SIGTERM"
@@ -130,6 +137,13 @@ async fn a_restarted_node_serves_the_same_session_from_its_file_store() {
                 .call_tool_text(json!(3), "echo", json!({ "text": "back" }))
                 .await;
             assert_eq!(text, "back");
+            // A Last-Event-ID from before the restart opens a fresh stream, replaying nothing.
+            let stream = again.get(Some(&event_id)).await;
+            assert_eq!(
+                stream.status(),
+                StatusCode::OK,
+                "GET with Last-Event-ID {event_id}"
+            );
         }
     }
 }

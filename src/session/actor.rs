@@ -36,7 +36,7 @@ use crate::protocol::{ClientInfo, LogLevel, ProtocolVersion, progress_token};
 use crate::providers::upstream::Scope;
 use crate::session::handle::SessionLink;
 use crate::session::pending::PendingClientRequests;
-use crate::session::streams::{Attachment, StreamId, StreamRules, Streams};
+use crate::session::streams::{Attachment, ReplayError, StreamId, StreamRules, Streams};
 use crate::session::{SessionEnv, SessionError, registry::SessionSlot};
 
 mod bounds;
@@ -285,7 +285,14 @@ impl SessionActor {
         last_event_id: Option<String>,
     ) -> Result<Attachment, SessionError> {
         self.check_stream_room()?;
-        let attachment = self.streams.open(last_event_id)?;
+        let attachment = match self.streams.open(last_event_id) {
+            // A restored session's streams are new, numbered from 1 again: an id from before
+            // the restore opens a fresh stream (config/lb/README.md says so).
+            Err(ReplayError::Unknown(_) | ReplayError::OutOfWindow { .. }) if self.restored() => {
+                self.streams.open(None)?
+            }
+            opened => opened?,
+        };
         if !attachment.backlog.is_empty() {
             debug!(session = %self.id, stream = attachment.stream, replayed = attachment.backlog.len(), "stream resumed");
         }

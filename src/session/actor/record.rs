@@ -37,6 +37,8 @@ pub(in crate::session) struct RecordKeeper {
     principal: Arc<str>,
     /// The epoch of this node's claim.
     epoch: u64,
+    /// Whether the session was restored from the store rather than started here.
+    restored: bool,
     /// The facts last handed to the writer.
     initialized: bool,
     log_level: Option<LogLevel>,
@@ -119,6 +121,7 @@ impl RecordKeeper {
         let (initialized, log_level) =
             (record.initialized, parse_level(record.log_level.as_deref()));
         let principal = Arc::from(record.principal.as_str());
+        let restored = matches!(start, Start::Restored(_));
         let (owner, create) = match start {
             Start::Create => (
                 Ownership {
@@ -149,6 +152,7 @@ impl RecordKeeper {
             jobs,
             principal,
             epoch,
+            restored,
             initialized,
             log_level,
             subscriptions_changed: false,
@@ -225,6 +229,11 @@ impl SessionActor {
     /// older claim, heard late, must not end it.
     pub(super) fn owns_past(&self, epoch: u64) -> bool {
         self.keeper.as_ref().is_some_and(|k| k.epoch >= epoch)
+    }
+
+    /// Whether this actor took its session over from the store.
+    pub(super) fn restored(&self) -> bool {
+        self.keeper.as_ref().is_some_and(|k| k.restored)
     }
 
     /// Called when the subscriptions change.
