@@ -428,3 +428,51 @@ async fn an_unreachable_store_stops_the_start_and_a_huge_record_is_refused() {
     let text = resp.text().await.expect("body");
     assert!(text.contains("max_record_bytes"), "{text}");
 }
+
+#[tokio::test]
+async fn the_typescript_client_keeps_its_session_across_a_restart_on_a_file_store() {
+    let dir = TempDir::new("store-ts");
+    let url = format!("file:{}", dir.path().join("state.redb").display());
+    let config = dir.write("node.toml", &node_config("solo", &url, "", false));
+    let listen = format!("127.0.0.1:{}", free_port());
+    let log = dir.path().join("node.log");
+    let mut server = TestServer::at(&listen, &config, &[], &log);
+    let stop = dir.path().join("stop");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/ts/loop.mjs");
+    let client = std::process::Command::new("node")
+        .arg(script)
+        .arg(&server.url)
+        .arg(&stop)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("node tests/interop/ts/loop.mjs (scripts/interop.sh installs the SDK)");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        server.terminate(LIMIT).is_some(),
+        "the node exits on SIGTERM"
+    );
+    let _server = TestServer::at(&listen, &config, &[], &log);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    std::fs::write(&stop, "").expect("stop file");
+    let out = tokio::task::spawn_blocking(move || client.wait_with_output())
+        .await
+        .expect("join")
+        .expect("client output");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|_| {
+            panic!(
+                "no report: {stdout} {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    eprintln!("TypeScript SDK across a restart: {report}");
+    assert_eq!(
+        report["sessions"].as_array().map_or(0, Vec::len),
+        1,
+        "{report}"
+    );
+    // Calls fail only while no server listens; every call after the restart succeeds.
+    assert!(report["tail"].as_u64().unwrap_or(0) >= 5, "{report}");
+}
