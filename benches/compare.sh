@@ -5,7 +5,7 @@
 #
 #   benches/compare.sh [-o OUT_DIR] [-d SECS] [-w SECS] [--rounds N]
 #                      [--servers "mine limit rust ts python"] [--scenarios "..."]
-#                      [--streams K] [--no-build]
+#                      [--streams K] [--no-build] [--store]
 #
 #   -o DIR         result folder (default target/compare/<date>-<time> in this repository)
 #   -d SECS        measured window of the load scenarios (default 10)
@@ -16,6 +16,8 @@
 #                  `--scenarios list` prints them)
 #   --streams K    streams opened by the streams scenarios (default 10000)
 #   --no-build     use what is built; only check that it exists
+#   --store        `mine` runs with [store] on a redis-server this script starts (and stops)
+#                  on a free port: what a shared session store costs per call
 #
 # Servers: `mine` is mcp-actor on benches/compare.toml ($MCP_ACTOR_BIN, or the release build of
 # this repository, built here when missing); `limit` is benches/limit (echo and streams scenarios);
@@ -54,6 +56,8 @@ SERVERS="$ALL_SERVERS"
 SCENARIOS="$ALL_SCENARIOS"
 STREAMS=10000
 BUILD=1
+STORE=0
+STORE_URL=""
 STOP_WAIT=10 # seconds between SIGTERM and SIGKILL
 READY_WAIT=60 # seconds a server may take to answer after its start
 
@@ -91,6 +95,7 @@ while [[ $# -gt 0 ]]; do
         --scenarios) SCENARIOS="${2:?--scenarios needs a list}"; shift 2 ;;
         --streams) STREAMS="${2:?--streams needs a number}"; shift 2 ;;
         --no-build) BUILD=0; shift ;;
+        --store) STORE=1; shift ;;
         -h|--help) usage ;;
         *) say "unknown argument '$1'"; usage ;;
     esac
@@ -278,6 +283,31 @@ for _ in range(200):
 PY
 }
 
+# --store: one redis-server for the whole comparison, stopped when the script exits.
+start_store() {
+    [[ $STORE == 1 ]] || return 0
+    command -v redis-server >/dev/null || die "--store needs redis-server (scripts/lb-tools.sh installs it)"
+    local port
+    port="$(free_port)"
+    mkdir -p "$OUT/redis"
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$OUT/redis" \
+        >"$OUT/logs/redis.log" 2>&1 </dev/null &
+    STORE_PID=$!
+    trap 'kill "$STORE_PID" 2>/dev/null' EXIT
+    STORE_URL="redis://127.0.0.1:$port/0"
+    for _ in $(seq 50); do
+        redis-cli -p "$port" ping >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    die "redis-server did not answer on port $port"
+}
+
+# The [store] fragment appended to a run's copy of compare.toml with --store.
+store_fragment() { # config
+    [[ $STORE == 1 ]] || return 0
+    printf '\n[store]\nurl = "%s"\n' "$STORE_URL" >>"$1"
+}
+
 start_server() { # server config log -> SPID, PORT (returns 1 if it never answered)
     PORT="$(free_port)"
     [[ -n "$PORT" ]] || { say "no free port"; return 1; }
@@ -341,6 +371,7 @@ for sc in "${want_scenarios[@]}"; do
 done
 say "$runs_total runs: ${want_scenarios[*]} | servers: ${want_servers[*]} | -d $DURATION -w $WARMUP --rounds $ROUNDS --streams $STREAMS | out: $OUT"
 
+start_store
 printf 'scenario\tserver\tround\tstatus\tbench_exit\tserver_exit\tport\tseconds\tjson\tbench_log\tserver_log\tsteal_pct\n' >"$OUT/runs.tsv"
 FAILS=0
 n=0
@@ -359,6 +390,7 @@ for sc in "${want_scenarios[@]}"; do
             if [[ $s == mine ]]; then
                 cfg="$OUT/configs/$run.toml" # writable: the streams trigger rewrites it
                 cp "$BENCHES/compare.toml" "$cfg"
+                store_fragment "$cfg"
             fi
             t0=$SECONDS
             read -r steal0 ticks0 < <(steal_now)

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Installs nginx and HAProxy from the Debian packages when either is missing: tests/cluster.rs
-# runs the load-balancer recipes of config/lb/ with them, and fails when they are absent.
+# Installs nginx, HAProxy and redis-server from the Debian packages when any is missing:
+# tests/cluster.rs runs the load-balancer recipes of config/lb/ with them, tests/store.rs and
+# tests/cluster/store.rs start their own redis-server, and they fail when these are absent.
 #
 #   scripts/lb-tools.sh
 #
 # Needs root or password-less sudo (CI runs as root on Debian bookworm). Installs nothing
-# when both are there; exits non-zero when it cannot install them.
+# when all are there; exits non-zero when it cannot install them.
 set -euo pipefail
 
 have() { command -v "$1" >/dev/null || [[ -x "/usr/sbin/$1" ]]; }
@@ -13,6 +14,8 @@ have() { command -v "$1" >/dev/null || [[ -x "/usr/sbin/$1" ]]; }
 missing=()
 have nginx || missing+=(nginx)
 have haproxy || missing+=(haproxy)
+# redis-cli comes with it (redis-tools); the tests use both.
+have redis-server || missing+=(redis-server)
 ((${#missing[@]} == 0)) && exit 0
 
 sudo=()

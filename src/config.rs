@@ -17,6 +17,7 @@ pub mod names;
 pub mod providers;
 pub mod resource_uri;
 mod sections;
+pub mod store;
 pub mod upstreams;
 
 use locate::locate_key;
@@ -77,6 +78,8 @@ pub struct Config {
     pub upstreams: Vec<upstreams::UpstreamConfig>,
     /// `[audit]`: one JSON line per call, for who-ran-what questions.
     pub audit: audit::AuditSection,
+    /// `[store]`: durable session records shared by a fleet, or kept across a restart.
+    pub store: store::StoreSection,
 }
 
 /// A configuration error, located in its file.

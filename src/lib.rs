@@ -21,7 +21,7 @@
 //! `use crate::` against this order):
 //!
 //! ```text
-//!  reload → server (composition only) → http → { session | stateless }
+//!  reload → server (composition only) → http → { session | stateless } → store
 //!         → { dispatch | providers | auth | audit } → features → context → events → config
 //!         → protocol → jsonrpc → metrics → { log_format | log_limit | keyed_counts }
 //! ```
@@ -94,6 +94,7 @@ pub mod reload;
 mod server;
 pub mod session;
 pub mod stateless;
+pub mod store;
 
 pub use config::Config;
 pub use context::{ClientRequestError, RequestContext};

@@ -308,6 +308,10 @@ async fn serve(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<()> {
         .prime_auth()
         .await
         .map_err(|e| anyhow::anyhow!("[auth]: {e}"))?;
+    server
+        .connect_store()
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let resources = ResourceWatcher::start(server.events(), provided.watch);
     let reloader = cli
         .config

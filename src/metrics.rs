@@ -71,6 +71,7 @@ pub struct Metrics {
     reloads: [Counter; 3],
     tasks: TaskMetrics,
     audit_dropped: Counter,
+    store_errors: Counter,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -212,6 +213,12 @@ impl Metrics {
             "Configuration reloads, by outcome",
             family,
         );
+        let store_errors = Counter::default();
+        r.register(
+            "mcp_store_errors",
+            "Session store calls that failed or timed out ([store])",
+            store_errors.clone(),
+        );
         let build = Info::new(vec![
             ("version", env!("CARGO_PKG_VERSION").to_string()),
             ("node", node.to_string()),
@@ -247,6 +254,7 @@ impl Metrics {
             reloads,
             tasks,
             audit_dropped,
+            store_errors,
         }
     }
 
@@ -376,6 +384,10 @@ impl Metrics {
 
     pub fn audit_line_dropped(&self) {
         self.audit_dropped.inc();
+    }
+
+    pub fn store_error(&self) {
+        self.store_errors.inc();
     }
 
     pub fn config_reloaded(&self, outcome: ReloadOutcome) {

@@ -220,6 +220,16 @@ impl Server {
         }
     }
 
+    /// Reaches `[store]` once, so that a node whose store is unreachable stops at start
+    /// with the reason. Without `[store]`, nothing to do.
+    pub async fn connect_store(&self) -> Result<(), String> {
+        if let Some(store) = &self.app.sessions.store {
+            store.connect().await?;
+            crate::session::watch_moves(&self.app.sessions);
+        }
+        Ok(())
+    }
+
     /// Refuses an address other machines can reach unless `[auth]` or
     /// `server.allow_unauthenticated` is set ([`check_listen_address`]).
     pub fn check_listen_address(&self, addr: std::net::SocketAddr) -> io::Result<()> {
@@ -387,6 +397,9 @@ impl ServerBuilder {
         );
         sessions.gateway = self.gateway.clone();
         sessions.audit = audit.clone();
+        sessions.store = crate::store::SessionStore::open(&config.store, Arc::clone(&metrics))
+            .map_err(|e| BuildError(vec![e]))?
+            .map(Arc::new);
         let sessions = Arc::new(sessions);
         let events = Arc::new(ServerEvents::new(
             vec![Arc::clone(&sessions) as Arc<dyn EventSink>],

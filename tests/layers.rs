@@ -18,6 +18,7 @@ const LAYERS: &[&[&str]] = &[
     &["server"],
     &["http"],
     &["session", "stateless"],
+    &["store"],
     &["dispatch", "providers", "auth", "audit"],
     &["features"],
     &["context"],

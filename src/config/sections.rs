@@ -258,6 +258,10 @@ pub struct SessionsSection {
     /// Open SSE streams (POST responses and GET streams) of one session at most; one more
     /// gets 429.
     pub max_streams_per_session: usize,
+    /// With `[store]`: how often a session with traffic checks that its node still owns
+    /// it; one another node took over ends here within this time.
+    #[serde(with = "humantime_serde")]
+    pub ownership_check: Duration,
 }
 
 impl Default for SessionsSection {
@@ -269,6 +273,7 @@ impl Default for SessionsSection {
             mailbox_capacity: 512,
             mailbox_wait: Duration::from_secs(5),
             max_streams_per_session: 320,
+            ownership_check: Duration::from_secs(5),
         }
     }
 }

@@ -20,7 +20,6 @@
 //! too, busy ones as soon as their responses are done, and whatever is still open after
 //! `server.shutdown_timeout` is dropped.
 
-use std::convert::Infallible;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -44,6 +43,7 @@ use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tower_service::Service;
 
+use crate::http::error::HandOff;
 use crate::keyed_counts::{KeyedCounts, KeyedSlot};
 use refuse::{Refused, address_slot, refuse};
 use version::Version;
@@ -211,7 +211,10 @@ impl Connection {
             let mut router = router.clone();
             async move {
                 let response = router.call(request).await?;
-                Ok::<_, Infallible>(response.map(|body| {
+                if response.extensions().get::<HandOff>().is_some() {
+                    return Err(HandOff);
+                }
+                Ok::<_, HandOff>(response.map(|body| {
                     Body::new(TrackedBody {
                         inner: body,
                         _guard: guard,

@@ -27,6 +27,29 @@ pub(crate) struct HttpError {
     /// A bearer challenge (401, 403): the `WWW-Authenticate` value. Boxed, so the errors
     /// every handler returns stay small.
     pub challenge: Option<Box<str>>,
+    /// Close the connection instead of answering ([`HandOff`]).
+    pub hand_off: bool,
+}
+
+/// Marks a response that must not be sent: the connection closes without an answer, which
+/// the shipped balancer recipes retry on another node (nginx `proxy_next_upstream error`,
+/// HAProxy `retry-on empty-response`). A draining node with `[store]` answers so for a
+/// session it no longer holds: any answer it could send (404, 503) would reach the client.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct HandOff;
+
+impl std::fmt::Display for HandOff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("request handed off to another node: the connection closes unanswered")
+    }
+}
+
+impl std::error::Error for HandOff {}
+
+impl From<std::convert::Infallible> for HandOff {
+    fn from(never: std::convert::Infallible) -> Self {
+        match never {}
+    }
 }
 
 impl HttpError {
@@ -38,6 +61,7 @@ impl HttpError {
             allow: None,
             limit: None,
             challenge: None,
+            hand_off: false,
         }
     }
 
@@ -50,6 +74,7 @@ impl HttpError {
             allow: None,
             limit: None,
             challenge: None,
+            hand_off: false,
         }
     }
 
@@ -125,6 +150,21 @@ impl From<SessionError> for HttpError {
                     .retry_after(1)
                     .limit(Limit::MaxInFlight)
             }
+            SessionError::HandOff => {
+                let mut e = HttpError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    codes::SERVER_ERROR,
+                    message,
+                );
+                e.hand_off = true;
+                e
+            }
+            SessionError::StoreDown => HttpError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                codes::SERVER_ERROR,
+                message,
+            )
+            .retry_after(1),
             SessionError::Draining => HttpError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 codes::SERVER_ERROR,
@@ -179,6 +219,9 @@ impl IntoResponse for HttpError {
         // and a null id would not validate against it.
         let body = json!({ "jsonrpc": "2.0", "error": self.error });
         let mut response = (self.status, axum::Json(body)).into_response();
+        if self.hand_off {
+            response.extensions_mut().insert(HandOff);
+        }
         let headers = response.headers_mut();
         if let Some(secs) = self.retry_after_secs {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));

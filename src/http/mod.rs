@@ -50,11 +50,15 @@ pub(crate) struct AppState {
 }
 
 impl AppState {
-    /// The live session `id` of `principal`, or 404's error: another principal's session
-    /// is answered exactly as an unknown one.
-    fn session(&self, id: &str, principal: &Principal) -> Result<SessionHandle, SessionError> {
-        let handle = self.sessions.registry.get(id, &principal.key);
-        handle.ok_or(SessionError::NotFound)
+    /// The live session `id` of `principal` (with `[store]`, restored from its record if
+    /// this node does not hold it), or 404's error: another principal's session is answered
+    /// exactly as an unknown one.
+    async fn session(
+        &self,
+        id: &str,
+        principal: &Principal,
+    ) -> Result<SessionHandle, SessionError> {
+        crate::session::find_session(&self.sessions, id, &self.owner(principal)).await
     }
 
     /// Whether this node takes new sessions and 2026-07-28 requests: not while draining,
@@ -118,6 +122,17 @@ async fn ready(State(state): State<Arc<AppState>>, uri: Uri, headers: HeaderMap)
 /// `/readyz`'s answer, on the MCP listener and the admin listener alike.
 pub(crate) fn readiness_response(state: &AppState) -> Response {
     match state.readiness() {
+        // Held sessions are still served from memory while the store is down, so the node
+        // stays ready unless `[store] required` refuses new sessions; either way the probe
+        // says so for the operator.
+        Ok(()) if state.sessions.store.as_ref().is_some_and(|s| s.is_down()) => {
+            let status = match state.config.store.required {
+                true => StatusCode::SERVICE_UNAVAILABLE,
+                false => StatusCode::OK,
+            };
+            let body = serde_json::json!({ "status": "ready", "store": "down" });
+            (status, axum::Json(body)).into_response()
+        }
         Ok(()) => axum::Json(serde_json::json!({ "status": "ready" })).into_response(),
         Err(e) => {
             let status = match e {
@@ -155,7 +170,7 @@ async fn open_stream(State(state): State<Arc<AppState>>, uri: Uri, headers: Head
         headers::check_get_accept(&headers)?;
         headers::protocol_version(&headers)?;
         let id = headers::require_session_id(&headers)?;
-        let handle = state.session(id, &principal)?;
+        let handle = state.session(id, &principal).await?;
         let permit = state.edge.sse_permit(&principal.key)?;
         let attachment = handle.open_stream(headers::last_event_id(&headers)).await?;
         let response = reply::get_sse_response(attachment, config, &state.metrics);
@@ -176,7 +191,7 @@ async fn delete_session(
         let principal = state.principal(&headers).await?;
         headers::protocol_version(&headers)?;
         let id = headers::require_session_id(&headers)?;
-        state.session(id, &principal)?.delete().await?;
+        crate::session::delete_session(&state.sessions, id, &state.owner(&principal)).await?;
         Ok::<_, HttpError>(StatusCode::OK.into_response())
     };
     run.await.unwrap_or_else(|e| e.respond(&state.metrics))

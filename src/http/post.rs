@@ -194,7 +194,7 @@ async fn handle_post(
             )));
         }
         if let Some(id) = session_id {
-            state.session(id, &principal)?;
+            state.session(id, &principal).await?;
             return Err(HttpError::bad_request(RpcError::invalid_request(
                 "Invalid Request: this session is already initialized; send initialize without Mcp-Session-Id to start a new session",
             )));
@@ -217,7 +217,7 @@ async fn handle_post(
     }
 
     let id = headers::require_session_id(headers)?;
-    let handle = state.session(id, &principal)?;
+    let handle = state.session(id, &principal).await?;
     if is_batch && !handle.version.allows_batches() {
         return Err(HttpError::bad_request(RpcError::invalid_request(format!(
             "JSON-RPC batches are only accepted in 2025-03-26 sessions; this session speaks {}: send one message per POST",

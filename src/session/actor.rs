@@ -37,7 +37,7 @@ use crate::protocol::{ClientInfo, LogLevel, ProtocolVersion, progress_token};
 use crate::providers::upstream::Scope;
 use crate::session::handle::SessionLink;
 use crate::session::pending::PendingClientRequests;
-use crate::session::streams::{Attachment, StreamId, StreamRules, Streams};
+use crate::session::streams::{Attachment, ReplayError, StreamId, StreamRules, Streams};
 use crate::session::{SessionEnv, SessionError, registry::SessionSlot};
 
 mod bounds;
@@ -45,6 +45,7 @@ pub(crate) mod describe;
 mod ending;
 mod immediate;
 mod outbound;
+pub(crate) mod record;
 #[cfg(test)]
 mod tests;
 
@@ -95,6 +96,8 @@ pub(super) struct SessionActor {
     draining: bool,
     /// This session's upstream connections, lent to its handlers; closed when it ends.
     upstreams: Option<Arc<Scope>>,
+    /// With `[store]`: what keeps this session's durable record.
+    keeper: Option<record::RecordKeeper>,
 }
 
 impl SessionActor {
@@ -140,6 +143,7 @@ impl SessionActor {
             idle_deadline,
             draining: false,
             upstreams,
+            keeper: None,
         }
     }
 
@@ -160,6 +164,7 @@ impl SessionActor {
                     if let Flow::Stop(reason) = self.handle(msg) {
                         break reason;
                     }
+                    self.keep_record();
                 }
                 () = &mut timer => {
                     if let Flow::Stop(reason) = self.on_timer() {
@@ -246,6 +251,8 @@ impl SessionActor {
             }
             SessionMsg::Broadcast(event) => self.on_server_event(&event),
             SessionMsg::Describe(respond_to) => self.describe(respond_to),
+            SessionMsg::Moved(epoch) if self.owns_past(epoch) => {}
+            SessionMsg::Moved(_) => return Flow::Stop(Ending::Moved),
         }
         Flow::Continue
     }
@@ -292,7 +299,14 @@ impl SessionActor {
         last_event_id: Option<String>,
     ) -> Result<Attachment, SessionError> {
         self.check_stream_room()?;
-        let attachment = self.streams.open(last_event_id)?;
+        let attachment = match self.streams.open(last_event_id) {
+            // A restored session's streams are new, numbered from 1 again: an id from before
+            // the restore opens a fresh stream (config/lb/README.md says so).
+            Err(ReplayError::Unknown(_) | ReplayError::OutOfWindow { .. }) if self.restored() => {
+                self.streams.open(None)?
+            }
+            opened => opened?,
+        };
         if !attachment.backlog.is_empty() {
             debug!(session = %self.id, stream = attachment.stream, replayed = attachment.backlog.len(), "stream resumed");
         }

@@ -94,6 +94,12 @@ impl SessionHandle {
             .await
     }
 
+    /// Tells the actor that another node took its session at `epoch`, or deleted it
+    /// (`u64::MAX`): an actor of an older epoch ends.
+    pub(super) fn tell_moved(&self, epoch: u64) {
+        let _ = self.tx.try_send(SessionMsg::Moved(epoch));
+    }
+
     /// Hands the session a server event without waiting; `false` when its mailbox is full
     /// (the event is dropped for this session: one stuck session must not hold up others).
     pub fn broadcast(&self, event: &Arc<ServerEvent>) -> bool {

@@ -38,6 +38,9 @@ pub(super) enum SessionMsg {
     Broadcast(Arc<ServerEvent>),
     /// From the admin API: what the session holds now.
     Describe(oneshot::Sender<SessionInfo>),
+    /// From the session's record writer or the store's announcements: another node owns
+    /// the session since this epoch, or deleted it (`u64::MAX`).
+    Moved(u64),
 }
 
 // Every session's mailbox allocates its first block of slots up front, so the message

@@ -15,6 +15,7 @@ pub(crate) mod handle;
 mod messages;
 pub(crate) mod pending;
 pub(crate) mod registry;
+mod restore;
 pub mod streams;
 
 use std::sync::Arc;
@@ -35,6 +36,7 @@ use crate::protocol::{ClientInfo, ProtocolVersion};
 use crate::providers::upstream::Gateway;
 use handle::SessionHandle;
 use registry::{RegistryFull, SessionRegistry};
+pub(crate) use restore::{delete as delete_session, find as find_session, watch_moves};
 use streams::ReplayError;
 
 /// What the session layer owns, server-wide: the registry of live sessions and what every
@@ -54,6 +56,10 @@ pub(crate) struct SessionEnv {
     /// The upstream servers (`[[upstreams]]`); each session owns its own connections.
     pub gateway: Option<Gateway>,
     pub audit: crate::audit::AuditLog,
+    /// `[store]`: the sessions' durable records; `None` keeps them in memory only.
+    pub store: Option<Arc<crate::store::SessionStore>>,
+    /// Restores under way, one gate per session id (`restore`).
+    restoring: restore::Restoring,
 }
 
 impl SessionEnv {
@@ -76,6 +82,8 @@ impl SessionEnv {
             metrics,
             gateway: None,
             audit: crate::audit::AuditLog::disabled(),
+            store: None,
+            restoring: restore::Restoring::default(),
         }
     }
 
@@ -126,6 +134,14 @@ pub(crate) enum SessionError {
          sends you to another node"
     )]
     Draining,
+    #[error(
+        "the session store ([store]) cannot be reached, so this session cannot be restored or \
+         ended for good here; retry shortly"
+    )]
+    StoreDown,
+    /// `[store]`: a draining node does not restore a session; another node will.
+    #[error("this node is shutting down and hands its sessions to the others; retry")]
+    HandOff,
     #[error(transparent)]
     Replay(#[from] ReplayError),
     /// The request cannot open a session (malformed `initialize`).
@@ -219,7 +235,6 @@ fn start(
     client: ClientInfo,
     owner: &Owner,
 ) -> Result<SessionHandle, SessionError> {
-    let sessions = &env.config.sessions;
     if env.drain.is_cancelled() {
         return Err(SessionError::Draining);
     }
@@ -233,6 +248,25 @@ fn start(
             },
         })?;
     let id = mint_session_id(&env.config.server.node_id);
+    let record = restore::new_record(env, owner, version, &client)?;
+    let actor = launch(env, id, version, client, owner, slot);
+    Ok(restore::keep(env, actor, record))
+}
+
+/// Registers and builds the actor of session `id`; the caller runs it.
+fn launch(
+    env: &Arc<SessionEnv>,
+    id: Arc<str>,
+    version: ProtocolVersion,
+    client: ClientInfo,
+    owner: &Owner,
+    slot: registry::SessionSlot,
+) -> (
+    SessionHandle,
+    actor::SessionActor,
+    mpsc::WeakSender<messages::SessionMsg>,
+) {
+    let sessions = &env.config.sessions;
     let (tx, rx) = mpsc::channel(sessions.mailbox_capacity);
     let owner_key = Arc::clone(&owner.key);
     let handle = SessionHandle::new(
@@ -253,6 +287,5 @@ fn start(
         tx.downgrade(),
         slot,
     );
-    tokio::spawn(actor.run());
-    Ok(handle)
+    (handle, actor, tx.downgrade())
 }

@@ -64,6 +64,12 @@ impl SessionRegistry {
             .map(|h| h.value().clone())
     }
 
+    /// The live session `id`, whoever created it: for the session layer's own use, never
+    /// to serve a request.
+    pub fn held(&self, id: &str) -> Option<SessionHandle> {
+        self.sessions.get(id).map(|h| h.value().clone())
+    }
+
     /// Takes a slot for a new session of `owner`, or fails at the server's cap or at
     /// `per_owner` sessions of that owner (`None`: no cap of its own). The slot frees when
     /// it drops: with the actor, or at once if the session never starts.

@@ -22,6 +22,8 @@ pub(super) enum Ending {
     ShuttingDown,
     /// Every handle is gone: the server itself was dropped.
     NoHandle,
+    /// `[store]`: another node took the session over, or deleted it.
+    Moved,
 }
 
 impl Ending {
@@ -32,6 +34,7 @@ impl Ending {
             Ending::Draining => "server draining",
             Ending::ShuttingDown => "server shutting down",
             Ending::NoHandle => "no handle left",
+            Ending::Moved => "another node holds the session now",
         }
     }
 
@@ -39,7 +42,9 @@ impl Ending {
         match self {
             Ending::Deleted => SessionEnd::Delete,
             Ending::Idle => SessionEnd::Idle,
-            Ending::Draining | Ending::ShuttingDown | Ending::NoHandle => SessionEnd::Shutdown,
+            Ending::Draining | Ending::ShuttingDown | Ending::NoHandle | Ending::Moved => {
+                SessionEnd::Shutdown
+            }
         }
     }
 }

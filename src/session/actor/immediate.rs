@@ -41,9 +41,10 @@ impl SessionActor {
                 if let Some(upstreams) = &self.upstreams {
                     upstreams.subscribe(uri);
                 }
+                self.subscriptions_changed();
             }
-        } else {
-            self.subscriptions.remove(uri);
+        } else if self.subscriptions.remove(uri) {
+            self.subscriptions_changed();
         }
         Ok(json!({}))
     }
