@@ -16,6 +16,7 @@ pub mod names;
 pub mod providers;
 pub mod resource_uri;
 mod sections;
+pub mod telemetry;
 pub mod upstreams;
 
 use locate::locate_key;
@@ -74,6 +75,8 @@ pub struct Config {
     pub gateway: upstreams::GatewaySection,
     /// MCP servers whose features are served beside this one's.
     pub upstreams: Vec<upstreams::UpstreamConfig>,
+    /// `[telemetry]`: OpenTelemetry traces over OTLP; off unless enabled.
+    pub telemetry: telemetry::TelemetrySection,
 }
 
 /// A configuration error, located in its file.
@@ -180,6 +183,7 @@ impl Config {
         errors.extend(self.entry_errors());
         errors.extend(self.auth.iter().flat_map(auth::AuthSection::errors));
         errors.extend(upstreams::errors(&self.gateway, &self.upstreams));
+        errors.extend(telemetry::errors(&self.telemetry));
         errors
     }
 

@@ -22,7 +22,8 @@
 //!
 //! ```text
 //!  reload → server (composition only) → http → { session | stateless }
-//!         → { dispatch | providers | auth } → features → context → events → config
+//!         → { dispatch | providers | auth } → features → context → events → telemetry
+//!         → config
 //!         → protocol → jsonrpc → metrics → { log_format | log_limit | keyed_counts }
 //! ```
 //!
@@ -93,6 +94,7 @@ pub mod reload;
 mod server;
 pub mod session;
 pub mod stateless;
+pub mod telemetry;
 
 pub use config::Config;
 pub use context::{ClientRequestError, RequestContext};

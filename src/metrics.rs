@@ -20,7 +20,7 @@
 mod histogram;
 mod labels;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 use std::time::{Duration, Instant};
 
 use prometheus_client::metrics::counter::Counter;
@@ -213,6 +213,12 @@ impl Metrics {
             ("node", node.to_string()),
         ]);
         r.register("mcp_build", "This server's version and node id", build);
+        r.register(
+            "mcp_telemetry_spans_dropped",
+            "Trace spans never exported: the export queue was full, or the OTLP collector \
+             did not take them ([telemetry])",
+            spans_dropped().clone(),
+        );
         Metrics {
             registry,
             cells: methods.iter().map(|_| MethodCells::default()).collect(),
@@ -359,6 +365,13 @@ impl Metrics {
     pub fn config_reloaded(&self, outcome: ReloadOutcome) {
         self.reloads[outcome as usize].inc();
     }
+}
+
+/// The process's count of trace spans dropped before export. One per process, as the
+/// tracer the spans come from is: every server's registry shows it.
+pub fn spans_dropped() -> &'static Counter {
+    static SPANS_DROPPED: LazyLock<Counter> = LazyLock::new(Counter::default);
+    &SPANS_DROPPED
 }
 
 /// A request being timed. [`finish`](Self::finish) records its outcome; dropped unfinished

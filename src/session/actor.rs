@@ -351,6 +351,8 @@ impl SessionActor {
             Some(&self.id),
             &method,
             &id,
+            self.version.as_str(),
+            params.as_ref(),
         );
         let task = tokio::spawn(
             async move {

@@ -1,0 +1,390 @@
+//! OpenTelemetry traces over OTLP/HTTP, checked by a collector of our own: a small axum
+//! server on 127.0.0.1 that decodes every export with the `opentelemetry-proto` types, as
+//! a real collector does.
+//!
+//! What is checked, against the real binary: a call is one SERVER span named and
+//! attributed by the MCP semantic conventions, a child of the caller's `traceparent` (the
+//! header, or `params._meta`, which wins); the same on 2026-07-28; a failing call sets
+//! the span's status; through the gateway the upstream's span is in the same trace; and
+//! with the collector down calls go on and the lost spans are counted on `/metrics`.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use common::TestServer;
+use common::modern::{Modern, client_of};
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
+use opentelemetry_proto::tonic::trace::v1::status::StatusCode as SpanStatus;
+use prost::Message as _;
+use serde_json::{Value, json};
+
+const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const PARENT: &str = "00f067aa0ba902b7";
+const WAIT: Duration = Duration::from_secs(10);
+
+fn traceparent(trace: &str, span: &str) -> String {
+    format!("00-{trace}-{span}-01")
+}
+
+/// A span as exported, with the `service.name` of the process that sent it.
+#[derive(Clone, Debug)]
+struct Exported {
+    service: String,
+    span: Span,
+}
+
+impl Exported {
+    fn attr(&self, key: &str) -> Option<String> {
+        let value = self.span.attributes.iter().find(|kv| kv.key == key)?;
+        match value.value.as_ref()?.value.as_ref()? {
+            AnyValue::StringValue(s) => Some(s.clone()),
+            AnyValue::IntValue(i) => Some(i.to_string()),
+            other => Some(format!("{other:?}")),
+        }
+    }
+
+    fn trace_id(&self) -> String {
+        hex(&self.span.trace_id)
+    }
+
+    fn parent_id(&self) -> String {
+        hex(&self.span.parent_span_id)
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// An OTLP/HTTP collector on a free port of 127.0.0.1, keeping every span it is sent.
+struct Collector {
+    url: String,
+    spans: Arc<Mutex<Vec<Exported>>>,
+}
+
+impl Collector {
+    async fn start() -> Collector {
+        let spans: Arc<Mutex<Vec<Exported>>> = Arc::default();
+        let kept = Arc::clone(&spans);
+        let app = axum::Router::new().route(
+            "/v1/traces",
+            axum::routing::post(move |body: Bytes| {
+                let kept = Arc::clone(&kept);
+                async move {
+                    let Ok(request) = ExportTraceServiceRequest::decode(body) else {
+                        return (axum::http::StatusCode::BAD_REQUEST, Vec::new());
+                    };
+                    let mut kept = kept.lock().unwrap();
+                    for resource in request.resource_spans {
+                        let service = resource
+                            .resource
+                            .iter()
+                            .flat_map(|r| &r.attributes)
+                            .find(|kv| kv.key == "service.name")
+                            .and_then(|kv| kv.value.as_ref()?.value.as_ref().cloned())
+                            .map(|v| match v {
+                                AnyValue::StringValue(s) => s,
+                                other => format!("{other:?}"),
+                            })
+                            .unwrap_or_default();
+                        for scope in resource.scope_spans {
+                            for span in scope.spans {
+                                kept.push(Exported {
+                                    service: service.clone(),
+                                    span,
+                                });
+                            }
+                        }
+                    }
+                    (axum::http::StatusCode::OK, Vec::new())
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Collector { url, spans }
+    }
+
+    /// The first span `matches` accepts, waiting for it up to [`WAIT`].
+    async fn span(&self, matches: impl Fn(&Exported) -> bool) -> Exported {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            if let Some(found) = self.spans.lock().unwrap().iter().find(|s| matches(s)) {
+                return found.clone();
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no such span within {WAIT:?}; the collector has: {:#?}",
+                self.names()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn names(&self) -> Vec<(String, String, String)> {
+        let spans = self.spans.lock().unwrap();
+        spans
+            .iter()
+            .map(|s| (s.service.clone(), s.span.name.clone(), s.trace_id()))
+            .collect()
+    }
+}
+
+/// `[telemetry]` exporting to `endpoint` every 100 ms, as `service`.
+fn telemetry(endpoint: &str, service: &str) -> String {
+    format!(
+        "[telemetry]\nenabled = true\notlp_endpoint = \"{endpoint}\"\nservice_name = \"{service}\"\n\
+         export_interval = \"100ms\"\nexport_timeout = \"2s\"\n\n[[tools]]\nbuiltin = \"echo\"\n"
+    )
+}
+
+const FAILING_TOOL: &str =
+    "[[tools]]\nname = \"fail\"\ncommand = [\"sh\", \"-c\", \"echo oops >&2; exit 3\"]\n";
+
+/// POSTs one session request with extra headers and returns its response.
+async fn session_request(session: &common::Session, body: &Value, extra: &[(&str, &str)]) -> Value {
+    let mut headers = vec![
+        ("mcp-session-id", session.id.as_str()),
+        ("mcp-protocol-version", session.version.as_str()),
+    ];
+    headers.extend_from_slice(extra);
+    let reply = common::read_reply(session.client.post_raw(body, &headers).await).await;
+    reply
+        .response(&body["id"])
+        .unwrap_or_else(|| panic!("no response in {reply:?}"))
+        .clone()
+}
+
+fn echo(id: i64, meta: Option<Value>) -> Value {
+    let mut params = json!({ "name": "echo", "arguments": { "text": "hi" } });
+    if let Some(meta) = meta {
+        params["_meta"] = meta;
+    }
+    json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params })
+}
+
+#[tokio::test]
+async fn a_traceparent_header_makes_the_call_a_server_span_of_that_trace() {
+    let collector = Collector::start().await;
+    let server = TestServer::with_config(&telemetry(&collector.url, "node"));
+    let session = server.client().connect().await;
+    let header = traceparent(TRACE, PARENT);
+    let response = session_request(&session, &echo(7, None), &[("traceparent", &header)]).await;
+    assert!(response.get("result").is_some(), "{response}");
+
+    let span = collector.span(|s| s.trace_id() == TRACE).await;
+    assert_eq!(span.span.name, "tools/call echo");
+    assert_eq!(span.span.kind, SpanKind::Server as i32);
+    assert_eq!(span.parent_id(), PARENT, "the header's span is the parent");
+    assert_eq!(span.service, "node");
+    for (key, value) in [
+        ("mcp.method.name", "tools/call"),
+        ("gen_ai.tool.name", "echo"),
+        ("gen_ai.operation.name", "execute_tool"),
+        ("mcp.session.id", session.id.as_str()),
+        ("mcp.protocol.version", session.version.as_str()),
+        ("jsonrpc.request.id", "7"),
+    ] {
+        assert_eq!(span.attr(key).as_deref(), Some(value), "{key} of {span:#?}");
+    }
+    assert_ne!(
+        span.span.status.as_ref().map(|s| s.code),
+        Some(SpanStatus::Error as i32)
+    );
+}
+
+#[tokio::test]
+async fn meta_traceparent_wins_over_the_header() {
+    let collector = Collector::start().await;
+    let server = TestServer::with_config(&telemetry(&collector.url, "node"));
+    let session = server.client().connect().await;
+    let (meta_trace, header_trace) = ("11111111111111111111111111111111", TRACE);
+    let meta = json!({ "traceparent": traceparent(meta_trace, "2222222222222222"),
+                       "tracestate": "vendor=1" });
+    let header = traceparent(header_trace, PARENT);
+    let response =
+        session_request(&session, &echo(3, Some(meta)), &[("traceparent", &header)]).await;
+    assert!(response.get("result").is_some(), "{response}");
+
+    let span = collector.span(|s| s.span.name == "tools/call echo").await;
+    assert_eq!(
+        span.trace_id(),
+        meta_trace,
+        "_meta names the parent, not the header"
+    );
+    assert_eq!(span.parent_id(), "2222222222222222");
+    assert_eq!(span.span.trace_state, "vendor=1");
+    assert!(
+        !collector.names().iter().any(|(_, _, t)| t == header_trace),
+        "no span joined the header's trace"
+    );
+}
+
+#[tokio::test]
+async fn a_2026_07_28_call_is_a_server_span_with_its_protocol_version() {
+    let collector = Collector::start().await;
+    let server = TestServer::with_config(&telemetry(&collector.url, "node"));
+    let client = client_of(&server);
+    let header = traceparent(TRACE, PARENT);
+    let request = Modern::call(5, "echo", json!({ "text": "hi" })).header("traceparent", &header);
+    request.result(&client).await;
+
+    let span = collector.span(|s| s.trace_id() == TRACE).await;
+    assert_eq!(span.span.name, "tools/call echo");
+    assert_eq!(span.span.kind, SpanKind::Server as i32);
+    assert_eq!(span.parent_id(), PARENT);
+    assert_eq!(
+        span.attr("mcp.protocol.version").as_deref(),
+        Some("2026-07-28")
+    );
+    assert_eq!(span.attr("jsonrpc.request.id").as_deref(), Some("5"));
+    assert_eq!(
+        span.attr("mcp.session.id"),
+        None,
+        "2026-07-28 has no session"
+    );
+
+    // And `_meta` wins there too.
+    let meta_trace = "33333333333333333333333333333333";
+    let request = Modern::call(6, "echo", json!({ "text": "hi" }))
+        .meta("traceparent", json!(traceparent(meta_trace, PARENT)))
+        .header(
+            "traceparent",
+            &traceparent("44444444444444444444444444444444", PARENT),
+        );
+    request.result(&client).await;
+    let span = collector
+        .span(|s| s.attr("jsonrpc.request.id").as_deref() == Some("6"))
+        .await;
+    assert_eq!(span.trace_id(), meta_trace);
+}
+
+#[tokio::test]
+async fn a_failing_call_sets_the_span_status_to_error() {
+    let collector = Collector::start().await;
+    let server = TestServer::with_config(&format!(
+        "{}{FAILING_TOOL}",
+        telemetry(&collector.url, "node")
+    ));
+    let session = server.client().connect().await;
+    let call = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                       "params": { "name": "fail", "arguments": {} } });
+    let response = session_request(&session, &call, &[]).await;
+    assert_eq!(response["result"]["isError"], true, "{response}");
+    let unknown = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                          "params": { "name": "no-such-tool", "arguments": {} } });
+    let response = session_request(&session, &unknown, &[]).await;
+    let code = response["error"]["code"]
+        .as_i64()
+        .expect("a JSON-RPC error");
+
+    let failed = collector.span(|s| s.span.name == "tools/call fail").await;
+    let status = failed.span.status.clone().expect("a status");
+    assert_eq!(status.code, SpanStatus::Error as i32, "{failed:#?}");
+    assert_eq!(failed.attr("error.type").as_deref(), Some("tool_error"));
+
+    let refused = collector
+        .span(|s| s.span.name == "tools/call no-such-tool")
+        .await;
+    let status = refused.span.status.clone().expect("a status");
+    assert_eq!(status.code, SpanStatus::Error as i32);
+    assert_eq!(refused.attr("error.type"), Some(code.to_string()));
+    assert_eq!(
+        refused.attr("rpc.response.status_code"),
+        Some(code.to_string())
+    );
+}
+
+#[tokio::test]
+async fn through_the_gateway_the_http_upstream_joins_the_callers_trace() {
+    let collector = Collector::start().await;
+    let inner = TestServer::with_config(&telemetry(&collector.url, "upstream"));
+    let gateway = TestServer::with_config(&format!(
+        "{}[[upstreams]]\nname = \"inner\"\nurl = \"{}\"\n",
+        telemetry(&collector.url, "gateway"),
+        inner.url
+    ));
+    let session = gateway.client().connect().await;
+    let header = traceparent(TRACE, PARENT);
+    let call = json!({ "jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                       "params": { "name": "inner__echo", "arguments": { "text": "hi" } } });
+    let response = session_request(&session, &call, &[("traceparent", &header)]).await;
+    assert!(response.get("result").is_some(), "{response}");
+
+    let outer = collector
+        .span(|s| s.service == "gateway" && s.span.name == "tools/call inner__echo")
+        .await;
+    assert_eq!(outer.trace_id(), TRACE);
+    let upstream = collector
+        .span(|s| s.service == "upstream" && s.span.name == "tools/call echo")
+        .await;
+    assert_eq!(
+        upstream.trace_id(),
+        TRACE,
+        "the upstream's span is in the caller's trace"
+    );
+    assert_eq!(
+        upstream.parent_id(),
+        hex(&outer.span.span_id),
+        "the gateway's span is the upstream's parent"
+    );
+}
+
+/// `mcp_telemetry_spans_dropped_total` on the admin listener.
+async fn spans_dropped(server: &TestServer) -> f64 {
+    let text = reqwest::get(format!("{}/metrics", server.admin_url))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let lines = text.lines().map(|l| Ok(l.to_string()));
+    let scrape = prometheus_parse::Scrape::parse(lines).unwrap();
+    scrape
+        .samples
+        .iter()
+        .find(|s| s.metric == "mcp_telemetry_spans_dropped_total")
+        .map(|s| match s.value {
+            prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Untyped(v) => v,
+            _ => f64::NAN,
+        })
+        .expect("mcp_telemetry_spans_dropped_total")
+}
+
+#[tokio::test]
+async fn with_the_collector_down_calls_succeed_and_lost_spans_are_counted() {
+    // A port that was free a moment ago: nothing listens there.
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let server = TestServer::with_config(&telemetry(&closed, "node"));
+    assert_eq!(spans_dropped(&server).await, 0.0);
+    let session = server.client().connect().await;
+    let started = std::time::Instant::now();
+    for id in 0..20 {
+        let response = session_request(&session, &echo(id, None), &[]).await;
+        assert!(response.get("result").is_some(), "{response}");
+    }
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "20 calls took {took:?}");
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let dropped = spans_dropped(&server).await;
+        if dropped >= 20.0 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "only {dropped} spans counted as dropped"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
