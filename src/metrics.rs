@@ -40,6 +40,8 @@ type DurationLabels = [(&'static str, &'static str); 2];
 struct MethodCells {
     requests: [[OnceLock<Counter>; 2]; Era::ALL.len()],
     durations: [OnceLock<DurationHistogram>; Era::ALL.len()],
+    /// `mcp_server_operation_duration_seconds`, `[outcome]`.
+    operations: [OnceLock<DurationHistogram>; 2],
 }
 
 /// The server's metrics (module docs). Cheap to record into from any thread.
@@ -50,6 +52,8 @@ pub struct Metrics {
     cells: Box<[MethodCells]>,
     requests: Family<Labels, Counter>,
     durations: Family<DurationLabels, DurationHistogram>,
+    operations: Family<DurationLabels, DurationHistogram>,
+    sessions_lived: DurationHistogram,
     sessions_active: Gauge,
     sessions_created: Counter,
     sessions_ended: [Counter; SessionEnd::ALL.len()],
@@ -213,6 +217,23 @@ impl Metrics {
             ("node", node.to_string()),
         ]);
         r.register("mcp_build", "This server's version and node id", build);
+        // The OpenTelemetry semantic conventions' MCP metrics (`mcp.server.operation.duration`,
+        // `mcp.server.session.duration`), with their attribute names as labels.
+        let operations = Family::<DurationLabels, DurationHistogram>::default();
+        r.register_with_unit(
+            "mcp_server_operation_duration",
+            "mcp.server.operation.duration: time to answer a request, by mcp.method.name and \
+             error.type (_OTHER for a JSON-RPC error or no answer)",
+            Unit::Seconds,
+            operations.clone(),
+        );
+        let sessions_lived = DurationHistogram::default();
+        r.register_with_unit(
+            "mcp_server_session_duration",
+            "mcp.server.session.duration: how long sessions lived, from initialize to their end",
+            Unit::Seconds,
+            sessions_lived.clone(),
+        );
         r.register(
             "mcp_telemetry_spans_dropped",
             "Trace spans never exported: the export queue was full, or the OTLP collector \
@@ -225,6 +246,8 @@ impl Metrics {
             methods,
             requests,
             durations,
+            operations,
+            sessions_lived,
             sessions_active,
             sessions_created,
             sessions_ended,
@@ -268,6 +291,11 @@ impl Metrics {
         self.sessions_ended[end as usize].inc();
     }
 
+    /// Records how long an ended session lived.
+    pub fn session_lasted(&self, lived: Duration) {
+        self.sessions_lived.observe(lived);
+    }
+
     /// Starts timing a request; the timer records it when finished or dropped.
     pub fn start_request(self: &Arc<Self>, method: MethodLabel, era: Era) -> RequestTimer {
         RequestTimer {
@@ -298,6 +326,15 @@ impl Metrics {
             .get_or_init(|| {
                 let labels = [("method", name), ("era", era.label())];
                 self.durations.get_or_create(&labels).clone()
+            })
+            .observe(elapsed);
+        cells.operations[outcome]
+            .get_or_init(|| {
+                let labels = [
+                    ("mcp_method_name", name),
+                    ("error_type", ["", "_OTHER"][outcome]),
+                ];
+                self.operations.get_or_create(&labels).clone()
             })
             .observe(elapsed);
     }

@@ -388,3 +388,72 @@ async fn with_the_collector_down_calls_succeed_and_lost_spans_are_counted() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// The samples of `/metrics` named `name`, as (labels, value).
+async fn samples(
+    server: &TestServer,
+    name: &str,
+) -> Vec<(std::collections::HashMap<String, String>, f64)> {
+    let text = reqwest::get(format!("{}/metrics", server.admin_url))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
+    scrape
+        .samples
+        .into_iter()
+        .filter(|s| s.metric == name)
+        .map(|s| {
+            let value = match s.value {
+                prometheus_parse::Value::Counter(v)
+                | prometheus_parse::Value::Gauge(v)
+                | prometheus_parse::Value::Untyped(v) => v,
+                _ => f64::NAN,
+            };
+            let labels = s
+                .labels
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            (labels, value)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn operation_and_session_durations_are_semconv_histograms_on_metrics() {
+    // Telemetry off: the histograms are metrics, not traces.
+    let server = TestServer::with_config("[[tools]]\nbuiltin = \"echo\"\n");
+    let session = server.client().connect().await;
+    let ok = session_request(&session, &echo(1, None), &[]).await;
+    assert!(ok.get("result").is_some(), "{ok}");
+    let unknown = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                          "params": { "name": "nope", "arguments": {} } });
+    let failed = session_request(&session, &unknown, &[]).await;
+    assert!(failed.get("error").is_some(), "{failed}");
+    assert_eq!(session.delete().await, reqwest::StatusCode::OK);
+
+    let operations = samples(&server, "mcp_server_operation_duration_seconds_count").await;
+    let count = |error_type: &str| {
+        operations
+            .iter()
+            .find(|(l, _)| {
+                l.get("mcp_method_name").map(String::as_str) == Some("tools/call")
+                    && l.get("error_type").map(String::as_str).unwrap_or("") == error_type
+            })
+            .map(|(_, v)| *v)
+    };
+    assert_eq!(count(""), Some(1.0), "{operations:?}");
+    assert_eq!(count("_OTHER"), Some(1.0), "{operations:?}");
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let sessions = samples(&server, "mcp_server_session_duration_seconds_count").await;
+        if sessions.first().map(|(_, v)| *v) == Some(1.0) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{sessions:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

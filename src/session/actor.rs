@@ -87,6 +87,8 @@ pub(super) struct SessionActor {
     draining: bool,
     /// This session's upstream connections, lent to its handlers; closed when it ends.
     upstreams: Option<Arc<Scope>>,
+    /// For `mcp_server_session_duration_seconds`.
+    started: Instant,
 }
 
 impl SessionActor {
@@ -129,6 +131,7 @@ impl SessionActor {
             idle_deadline,
             draining: false,
             upstreams,
+            started: now,
         }
     }
 
