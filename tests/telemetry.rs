@@ -457,3 +457,46 @@ async fn operation_and_session_durations_are_semconv_histograms_on_metrics() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+#[tokio::test]
+async fn an_http_tool_sends_the_calls_traceparent_to_its_endpoint() {
+    let collector = Collector::start().await;
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let kept = Arc::clone(&seen);
+    let app = axum::Router::new().route(
+        "/weather",
+        axum::routing::get(move |headers: axum::http::HeaderMap| {
+            let kept = Arc::clone(&kept);
+            async move {
+                if let Some(v) = headers.get("traceparent").and_then(|v| v.to_str().ok()) {
+                    kept.lock().unwrap().push(v.to_string());
+                }
+                axum::Json(json!({ "temp": 21 }))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let api = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let server = TestServer::with_config(&format!(
+        "{}[[tools]]\nname = \"weather\"\nurl = \"{api}/weather\"\n",
+        telemetry(&collector.url, "node")
+    ));
+    let session = server.client().connect().await;
+    let call = json!({ "jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                       "params": { "name": "weather", "arguments": {} } });
+    let header = traceparent(TRACE, PARENT);
+    let response = session_request(&session, &call, &[("traceparent", &header)]).await;
+    assert_eq!(response["result"]["structuredContent"]["temp"], 21, "{response}");
+
+    let span = collector
+        .span(|s| s.span.name == "tools/call weather")
+        .await;
+    let sent = seen.lock().unwrap().clone();
+    assert_eq!(sent.len(), 1, "the endpoint got {sent:?}");
+    assert!(sent[0].starts_with(&format!("00-{TRACE}-")), "{sent:?}");
+    assert!(
+        sent[0].contains(&hex(&span.span.span_id)),
+        "the endpoint's parent is the call's span: {sent:?}"
+    );
+}
