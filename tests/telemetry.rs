@@ -487,7 +487,10 @@ async fn an_http_tool_sends_the_calls_traceparent_to_its_endpoint() {
                        "params": { "name": "weather", "arguments": {} } });
     let header = traceparent(TRACE, PARENT);
     let response = session_request(&session, &call, &[("traceparent", &header)]).await;
-    assert_eq!(response["result"]["structuredContent"]["temp"], 21, "{response}");
+    assert_eq!(
+        response["result"]["structuredContent"]["temp"], 21,
+        "{response}"
+    );
 
     let span = collector
         .span(|s| s.span.name == "tools/call weather")
@@ -498,5 +501,57 @@ async fn an_http_tool_sends_the_calls_traceparent_to_its_endpoint() {
     assert!(
         sent[0].contains(&hex(&span.span.span_id)),
         "the endpoint's parent is the call's span: {sent:?}"
+    );
+}
+
+/// A stdio MCP server whose one tool, `meta`, answers with the `_meta` of its call.
+const META_UPSTREAM: &str = r#"
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg or "method" not in msg:
+        continue
+    method, params = msg["method"], msg.get("params") or {}
+    if method == "initialize":
+        result = {"protocolVersion": params.get("protocolVersion"), "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "meta", "version": "1"}}
+    elif method == "tools/list":
+        result = {"tools": [{"name": "meta", "inputSchema": {"type": "object"}}]}
+    elif method == "tools/call":
+        result = {"content": [{"type": "text", "text": json.dumps(params.get("_meta") or {})}]}
+    else:
+        result = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+"#;
+
+#[tokio::test]
+async fn through_the_gateway_a_stdio_upstream_gets_the_trace_in_meta() {
+    let collector = Collector::start().await;
+    let dir = common::TempDir::new("telemetry-stdio");
+    let script = dir.write("meta_upstream.py", META_UPSTREAM);
+    let gateway = TestServer::with_config(&format!(
+        "{}[[upstreams]]\nname = \"py\"\ncommand = [\"python3\", \"{}\"]\n",
+        telemetry(&collector.url, "gateway"),
+        script.display()
+    ));
+    let session = gateway.client().connect().await;
+    let header = traceparent(TRACE, PARENT);
+    let call = json!({ "jsonrpc": "2.0", "id": 8, "method": "tools/call",
+                       "params": { "name": "py__meta", "arguments": {} } });
+    let response = session_request(&session, &call, &[("traceparent", &header)]).await;
+    let text = response["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{response}"));
+    let meta: Value = serde_json::from_str(text).unwrap();
+    let sent = meta["traceparent"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{meta}"));
+    let span = collector
+        .span(|s| s.span.name == "tools/call py__meta")
+        .await;
+    assert_eq!(
+        sent,
+        format!("00-{TRACE}-{}-01", hex(&span.span.span_id)),
+        "the upstream's parent is the gateway's span"
     );
 }
