@@ -137,11 +137,16 @@ impl Collector {
     }
 }
 
-/// `[telemetry]` exporting to `endpoint` every 100 ms, as `service`.
+/// `[telemetry]` exporting to `endpoint` every 100 ms, as `service`, and the echo tool.
 fn telemetry(endpoint: &str, service: &str) -> String {
+    telemetry_with(endpoint, service, "export_timeout = \"2s\"\n")
+}
+
+/// [`telemetry`] with `extra` keys in the section.
+fn telemetry_with(endpoint: &str, service: &str, extra: &str) -> String {
     format!(
         "[telemetry]\nenabled = true\notlp_endpoint = \"{endpoint}\"\nservice_name = \"{service}\"\n\
-         export_interval = \"100ms\"\nexport_timeout = \"2s\"\n\n[[tools]]\nbuiltin = \"echo\"\n"
+         export_interval = \"100ms\"\n{extra}\n[[tools]]\nbuiltin = \"echo\"\n"
     )
 }
 
@@ -554,4 +559,44 @@ async fn through_the_gateway_a_stdio_upstream_gets_the_trace_in_meta() {
         format!("00-{TRACE}-{}-01", hex(&span.span.span_id)),
         "the upstream's parent is the gateway's span"
     );
+}
+
+#[tokio::test]
+async fn a_collector_that_never_answers_neither_slows_calls_nor_grows_the_queue() {
+    // Accepts connections and never answers: each export waits out export_timeout.
+    let stuck = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", stuck.local_addr().unwrap());
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = stuck.accept().await {
+            held.push(socket);
+        }
+    });
+    let server = TestServer::with_config(&telemetry_with(
+        &endpoint,
+        "node",
+        "max_queue_size = 2\nmax_export_batch_size = 1\nexport_timeout = \"20s\"\n",
+    ));
+    let session = server.client().connect().await;
+    let started = std::time::Instant::now();
+    for id in 0..20 {
+        let response = session_request(&session, &echo(id, None), &[]).await;
+        assert!(response.get("result").is_some(), "{response}");
+    }
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "20 calls took {took:?}");
+    // One span is with the stuck export and two wait in the queue: the rest are dropped at
+    // once, long before the 20 s export timeout.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let dropped = spans_dropped(&server).await;
+        if dropped >= 16.0 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "only {dropped} spans counted as dropped"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

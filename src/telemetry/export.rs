@@ -23,6 +23,9 @@ use opentelemetry_sdk::trace::{Span, SpanData, SpanExporter, SpanProcessor};
 use crate::config::telemetry::TelemetrySection;
 use crate::metrics::spans_dropped;
 
+/// The longest a flush or shutdown waits for the export thread.
+const MAX_WAIT: Duration = Duration::from_secs(2);
+
 /// What the export thread is told.
 enum Job {
     Span(Box<SpanData>),
@@ -68,14 +71,17 @@ impl BoundedExport {
         })
     }
 
+    /// Flush and shutdown wait this long at most: the process's exit must not hang on a
+    /// collector that does not answer (its spans are lost then, as they would be anyway).
     fn ask(&self, job: impl FnOnce(SyncSender<()>) -> Job) -> OTelSdkResult {
+        let patience = self.timeout.min(MAX_WAIT);
         let (done, wait) = sync_channel(1);
-        // A blocking send: flush and shutdown are not on a request's path.
-        self.queue
-            .send(job(done))
-            .map_err(|_| OTelSdkError::AlreadyShutdown)?;
-        wait.recv_timeout(self.timeout * 2)
-            .map_err(|_| OTelSdkError::Timeout(self.timeout * 2))
+        self.queue.try_send(job(done)).map_err(|e| match e {
+            TrySendError::Full(_) => OTelSdkError::Timeout(Duration::ZERO),
+            TrySendError::Disconnected(_) => OTelSdkError::AlreadyShutdown,
+        })?;
+        wait.recv_timeout(patience)
+            .map_err(|_| OTelSdkError::Timeout(patience))
     }
 }
 
