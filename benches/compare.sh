@@ -5,7 +5,7 @@
 #
 #   benches/compare.sh [-o OUT_DIR] [-d SECS] [-w SECS] [--rounds N]
 #                      [--servers "mine limit rust ts python"] [--scenarios "..."]
-#                      [--streams K] [--no-build] [--store]
+#                      [--streams K] [--feature "NAME ..."] [--store] [--no-build]
 #
 #   -o DIR         result folder (default target/compare/<date>-<time> in this repository)
 #   -d SECS        measured window of the load scenarios (default 10)
@@ -15,6 +15,11 @@
 #   --scenarios L  scenario names, or a prefix such as "echo" or "streams" (default: all;
 #                  `--scenarios list` prints them)
 #   --streams K    streams opened by the streams scenarios (default 10000)
+#   --feature L    for each NAME, a server `mine+NAME` beside `mine`: mcp-actor on
+#                  benches/compare.toml with benches/features/NAME.toml appended, so a
+#                  feature's cost is a ratio to mine in the same run's report. A fragment
+#                  naming @OTLP_ENDPOINT@ gets benches/otlp-sink.py's URL (`telemetry`:
+#                  traces exported to a local OTLP/HTTP sink)
 #   --no-build     use what is built; only check that it exists
 #   --store        `mine` runs with [store] on a redis-server this script starts (and stops)
 #                  on a free port: what a shared session store costs per call
@@ -55,6 +60,7 @@ ROUNDS=3
 SERVERS="$ALL_SERVERS"
 SCENARIOS="$ALL_SCENARIOS"
 STREAMS=10000
+FEATURES=""
 BUILD=1
 STORE=0
 STORE_URL=""
@@ -94,6 +100,7 @@ while [[ $# -gt 0 ]]; do
         --servers) SERVERS="${2:?--servers needs a list}"; shift 2 ;;
         --scenarios) SCENARIOS="${2:?--scenarios needs a list}"; shift 2 ;;
         --streams) STREAMS="${2:?--streams needs a number}"; shift 2 ;;
+        --feature) FEATURES="$FEATURES ${2:?--feature needs a name}"; shift 2 ;;
         --no-build) BUILD=0; shift ;;
         --store) STORE=1; shift ;;
         -h|--help) usage ;;
@@ -119,6 +126,17 @@ for s in $ALL_SERVERS; do
     [[ " $SERVERS " == *" $s "* ]] && want_servers+=("$s")
 done
 [[ ${#want_servers[@]} -gt 0 ]] || die "no server selected"
+# Feature variants run right after mine, so background noise falls on both alike.
+variants=()
+for f in $FEATURES; do
+    [[ -f "$BENCHES/features/$f.toml" ]] || die "unknown feature '$f' (no benches/features/$f.toml)"
+    [[ " ${want_servers[*]} " == *" mine "* ]] || die "--feature needs the server mine"
+    variants+=("mine+$f")
+done
+if [[ ${#variants[@]} -gt 0 ]]; then
+    rest=("${want_servers[@]:1}")
+    want_servers=(mine "${variants[@]}" "${rest[@]}")
+fi
 
 # Scenarios: exact names or prefixes ("echo" = every echo-* scenario), in the canonical order.
 want_scenarios=()
@@ -178,6 +196,33 @@ if has mine; then
     "$MCP_ACTOR_BIN" check "$BENCHES/compare.toml" >/dev/null 2>"$OUT/logs/compare.toml.check" ||
         die "$MCP_ACTOR_BIN rejects benches/compare.toml: $(tr '\n' ' ' <"$OUT/logs/compare.toml.check")"
 fi
+# The helpers this script starts (the OTLP sink, redis-server), stopped when it exits.
+SINK_PID="" STORE_PID=""
+stop_helpers() {
+    [[ -z "$SINK_PID" ]] || kill "$SINK_PID" 2>/dev/null
+    [[ -z "$STORE_PID" ]] || kill "$STORE_PID" 2>/dev/null
+    return 0
+}
+# The OTLP sink, started once for every run that exports to it.
+SINK_PID="" OTLP_ENDPOINT=""
+if [[ -n "$FEATURES" ]] && grep -qs @OTLP_ENDPOINT@ $(for f in $FEATURES; do echo "$BENCHES/features/$f.toml"; done); then
+    exec 3< <(exec python3 "$BENCHES/otlp-sink.py")
+    SINK_PID=$!
+    read -r -t 10 sink_port <&3 || die "benches/otlp-sink.py did not start"
+    OTLP_ENDPOINT="http://127.0.0.1:$sink_port"
+    trap 'stop_helpers' EXIT
+fi
+# mine+NAME's configuration: compare.toml, then the feature's fragment (appended to out).
+variant_config() { # server out
+    [[ $1 == mine+* ]] && sed "s#@OTLP_ENDPOINT@#$OTLP_ENDPOINT#g" "$BENCHES/features/${1#mine+}.toml" >>"$2"
+    return 0
+}
+for v in "${variants[@]}"; do
+    cp "$BENCHES/compare.toml" "$OUT/configs/$v.toml"
+    variant_config "$v" "$OUT/configs/$v.toml"
+    "$MCP_ACTOR_BIN" check "$OUT/configs/$v.toml" >/dev/null 2>"$OUT/logs/$v.check" ||
+        die "$MCP_ACTOR_BIN rejects $OUT/configs/$v.toml: $(tr '\n' ' ' <"$OUT/logs/$v.check")"
+done
 
 # Streams scenarios hold one connection per stream: raise the open-file limit (the servers
 # inherit it; mcp-bench raises its own to the hard limit too).
@@ -190,7 +235,7 @@ fi
 versions=()
 for s in "${want_servers[@]}"; do
     case "$s" in
-        mine) v="$("$MCP_ACTOR_BIN" --version 2>/dev/null | head -1)" ;;
+        mine | mine+*) v="$("$MCP_ACTOR_BIN" --version 2>/dev/null | head -1)" ;;
         limit) v="axum $(awk '/^name = "axum"$/ {getline; gsub(/version = |"/, ""); print; exit}' "$BENCHES/limit/Cargo.lock") (no MCP logic)" ;;
         *) v="$("$BENCHES/peers/$s/version.sh" 2>/dev/null | head -1)" ;;
     esac
@@ -293,7 +338,7 @@ start_store() {
     redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$OUT/redis" \
         >"$OUT/logs/redis.log" 2>&1 </dev/null &
     STORE_PID=$!
-    trap 'kill "$STORE_PID" 2>/dev/null' EXIT
+    trap 'stop_helpers' EXIT
     STORE_URL="redis://127.0.0.1:$port/0"
     for _ in $(seq 50); do
         redis-cli -p "$port" ping >/dev/null 2>&1 && return 0
@@ -313,7 +358,7 @@ start_server() { # server config log -> SPID, PORT (returns 1 if it never answer
     [[ -n "$PORT" ]] || { say "no free port"; return 1; }
     local cmd
     case "$1" in
-        mine) cmd=(env RUST_LOG="${RUST_LOG:-warn}" "$BENCHES/run-mine.sh" "$PORT" --config "$2") ;;
+        mine | mine+*) cmd=(env RUST_LOG="${RUST_LOG:-warn}" "$BENCHES/run-mine.sh" "$PORT" --config "$2") ;;
         limit) cmd=("$BENCHES/limit/run.sh" "$PORT") ;;
         *) cmd=("$BENCHES/peers/$1/run.sh" "$PORT") ;;
     esac
@@ -387,10 +432,11 @@ for sc in "${want_scenarios[@]}"; do
             slog="$OUT/logs/$run.server.log"
             blog="$OUT/logs/$run.bench.log"
             cfg=""
-            if [[ $s == mine ]]; then
+            if [[ $s == mine || $s == mine+* ]]; then
                 cfg="$OUT/configs/$run.toml" # writable: the streams trigger rewrites it
                 cp "$BENCHES/compare.toml" "$cfg"
                 store_fragment "$cfg"
+                variant_config "$s" "$cfg"
             fi
             t0=$SECONDS
             read -r steal0 ticks0 < <(steal_now)
@@ -403,7 +449,7 @@ for sc in "${want_scenarios[@]}"; do
                     cmd+=(-d "$DURATION" -w "$WARMUP")
                     limit_s=$((WARMUP + DURATION + 120))
                 else
-                    if [[ $s == mine ]]; then
+                    if [[ $s == mine || $s == mine+* ]]; then
                         cmd+=(--trigger-cmd "$(printf '%q %q %q' "$BENCHES/loadgen/mcp-actor-toggle-tool.sh" "$cfg" "$SPID")")
                     else
                         cmd+=(--trigger-url "http://127.0.0.1:$PORT/bench/list-changed")

@@ -18,6 +18,7 @@ pub mod providers;
 pub mod resource_uri;
 mod sections;
 pub mod store;
+pub mod telemetry;
 pub mod upstreams;
 
 use locate::locate_key;
@@ -80,6 +81,8 @@ pub struct Config {
     pub audit: audit::AuditSection,
     /// `[store]`: durable session records shared by a fleet, or kept across a restart.
     pub store: store::StoreSection,
+    /// `[telemetry]`: OpenTelemetry traces over OTLP; off unless enabled.
+    pub telemetry: telemetry::TelemetrySection,
 }
 
 /// A configuration error, located in its file.
@@ -186,6 +189,7 @@ impl Config {
         errors.extend(self.entry_errors());
         errors.extend(self.auth.iter().flat_map(auth::AuthSection::errors));
         errors.extend(upstreams::errors(&self.gateway, &self.upstreams));
+        errors.extend(telemetry::errors(&self.telemetry));
         errors
     }
 

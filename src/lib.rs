@@ -22,7 +22,8 @@
 //!
 //! ```text
 //!  reload → server (composition only) → http → { session | stateless } → store
-//!         → { dispatch | providers | auth | audit } → features → context → events → config
+//!         → { dispatch | providers | auth | audit } → features → context → events
+//!         → telemetry → config
 //!         → protocol → jsonrpc → metrics → { log_format | log_limit | keyed_counts }
 //! ```
 //!
@@ -95,6 +96,7 @@ mod server;
 pub mod session;
 pub mod stateless;
 pub mod store;
+pub mod telemetry;
 
 pub use config::Config;
 pub use context::{ClientRequestError, RequestContext};

@@ -15,6 +15,8 @@ use mcp_actor::providers::{
 };
 use mcp_actor::reload::{self, Reloader};
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 mod call;
 
@@ -185,7 +187,10 @@ fn run() -> anyhow::Result<()> {
     }
     let loaded = LoadedConfig::read(cli.config.as_deref())?;
     withhold_token_env(&loaded);
-    init_logging(cli.log_format.unwrap_or(loaded.config.log.format));
+    // Before the runtime: the exporter runs on a thread of its own.
+    let telemetry = mcp_actor::telemetry::start(&loaded.config.telemetry)?;
+    let (tracer, telemetry) = telemetry.unzip();
+    init_logging(cli.log_format.unwrap_or(loaded.config.log.format), tracer);
     // Process-wide, so set once here, before any command tool runs: orphaned descendants of
     // command tools re-parent to this process, which kills and reaps them (see
     // `providers::become_child_subreaper`). `check` runs no command, so it skips this.
@@ -197,6 +202,9 @@ fn run() -> anyhow::Result<()> {
     // A blocking read stuck in a hung filesystem must not hold the exit: the server has
     // drained already, so whatever still runs is abandoned.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown();
+    }
     served
 }
 
@@ -216,8 +224,9 @@ fn withhold_token_env(loaded: &LoadedConfig) {
     }
 }
 
-/// Logs to standard error, filtered by `RUST_LOG` (default `info`).
-fn init_logging(format: LogFormat) {
+/// Logs to standard error, filtered by `RUST_LOG` (default `info`); with a tracer
+/// (`[telemetry]` on), the spans also go to OpenTelemetry.
+fn init_logging(format: LogFormat, tracer: Option<opentelemetry_sdk::trace::SdkTracer>) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -230,6 +239,8 @@ fn init_logging(format: LogFormat) {
             .flatten_event(true)
             .with_current_span(true)
             .with_span_list(false)
+            .finish()
+            .with(tracer.map(mcp_actor::telemetry::layer))
             .init(),
         // Colour only on a terminal, and never when NO_COLOR is set (no-color.org): a log
         // file or a collector must not receive escape codes.
@@ -240,6 +251,8 @@ fn init_logging(format: LogFormat) {
                 std::io::IsTerminal::is_terminal(&std::io::stderr())
                     && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
             )
+            .finish()
+            .with(tracer.map(mcp_actor::telemetry::layer))
             .init(),
     }
 }

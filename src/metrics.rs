@@ -21,7 +21,7 @@ mod histogram;
 mod labels;
 mod tasks;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 use std::time::{Duration, Instant};
 
 use prometheus_client::metrics::counter::Counter;
@@ -42,6 +42,8 @@ type DurationLabels = [(&'static str, &'static str); 2];
 struct MethodCells {
     requests: [[OnceLock<Counter>; 2]; Era::ALL.len()],
     durations: [OnceLock<DurationHistogram>; Era::ALL.len()],
+    /// `mcp_server_operation_duration_seconds`, `[outcome]`.
+    operations: [OnceLock<DurationHistogram>; 2],
 }
 
 /// The server's metrics (module docs). Cheap to record into from any thread.
@@ -52,6 +54,8 @@ pub struct Metrics {
     cells: Box<[MethodCells]>,
     requests: Family<Labels, Counter>,
     durations: Family<DurationLabels, DurationHistogram>,
+    operations: Family<DurationLabels, DurationHistogram>,
+    sessions_lived: DurationHistogram,
     sessions_active: Gauge,
     sessions_created: Counter,
     sessions_ended: [Counter; SessionEnd::ALL.len()],
@@ -231,12 +235,37 @@ impl Metrics {
             "Audit lines dropped because the writer's queue was full or a line too large",
             audit_dropped.clone(),
         );
+        // The OpenTelemetry semantic conventions' MCP metrics (`mcp.server.operation.duration`,
+        // `mcp.server.session.duration`), with their attribute names as labels.
+        let operations = Family::<DurationLabels, DurationHistogram>::default();
+        r.register_with_unit(
+            "mcp_server_operation_duration",
+            "mcp.server.operation.duration: time to answer a request, by mcp.method.name and \
+             error.type (_OTHER for a JSON-RPC error or no answer)",
+            Unit::Seconds,
+            operations.clone(),
+        );
+        let sessions_lived = DurationHistogram::default();
+        r.register_with_unit(
+            "mcp_server_session_duration",
+            "mcp.server.session.duration: how long sessions lived, from initialize to their end",
+            Unit::Seconds,
+            sessions_lived.clone(),
+        );
+        r.register(
+            "mcp_telemetry_spans_dropped",
+            "Trace spans never exported: the export queue was full, or the OTLP collector \
+             did not take them ([telemetry])",
+            spans_dropped().clone(),
+        );
         Metrics {
             registry,
             cells: methods.iter().map(|_| MethodCells::default()).collect(),
             methods,
             requests,
             durations,
+            operations,
+            sessions_lived,
             sessions_active,
             sessions_created,
             sessions_ended,
@@ -288,6 +317,11 @@ impl Metrics {
         self.sessions_ended[end as usize].inc();
     }
 
+    /// Records how long an ended session lived.
+    pub fn session_lasted(&self, lived: Duration) {
+        self.sessions_lived.observe(lived);
+    }
+
     /// Starts timing a request; the timer records it when finished or dropped.
     pub fn start_request(self: &Arc<Self>, method: MethodLabel, era: Era) -> RequestTimer {
         RequestTimer {
@@ -318,6 +352,15 @@ impl Metrics {
             .get_or_init(|| {
                 let labels = [("method", name), ("era", era.label())];
                 self.durations.get_or_create(&labels).clone()
+            })
+            .observe(elapsed);
+        cells.operations[outcome]
+            .get_or_init(|| {
+                let labels = [
+                    ("mcp_method_name", name),
+                    ("error_type", ["", "_OTHER"][outcome]),
+                ];
+                self.operations.get_or_create(&labels).clone()
             })
             .observe(elapsed);
     }
@@ -393,6 +436,13 @@ impl Metrics {
     pub fn config_reloaded(&self, outcome: ReloadOutcome) {
         self.reloads[outcome as usize].inc();
     }
+}
+
+/// The process's count of trace spans dropped before export. One per process, as the
+/// tracer the spans come from is: every server's registry shows it.
+pub fn spans_dropped() -> &'static Counter {
+    static SPANS_DROPPED: LazyLock<Counter> = LazyLock::new(Counter::default);
+    &SPANS_DROPPED
 }
 
 /// A request being timed. [`finish`](Self::finish) records its outcome; dropped unfinished

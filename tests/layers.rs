@@ -23,6 +23,8 @@ const LAYERS: &[&[&str]] = &[
     &["features"],
     &["context"],
     &["events"],
+    // OpenTelemetry: span attributes, trace context in and out, the OTLP pipeline.
+    &["telemetry"],
     &["config"],
     &["protocol"],
     &["jsonrpc"],

@@ -18,6 +18,7 @@ use crate::features::Features;
 use crate::jsonrpc::RpcError;
 use crate::log_limit::warn_limited;
 use crate::metrics::Metrics;
+use crate::telemetry;
 
 /// Runs one feature method and returns its result. `params` is taken by value so tool
 /// arguments move into the handler.
@@ -44,22 +45,37 @@ pub async fn dispatch(
 }
 
 /// The span a handler task runs in: every log line of the handler (a command tool's
-/// failure, a refused file read) carries the node, session, method and request id.
+/// failure, a refused file read) carries the node, session, method and request id. With
+/// `[telemetry]` on it is also the request's SERVER span ([`telemetry::describe`]), whose
+/// parent is the trace context in `params._meta`.
 pub fn request_span(
     node: &str,
     session: Option<&str>,
     method: &str,
     request_id: &crate::jsonrpc::RequestId,
+    version: &str,
+    params: Option<&Value>,
 ) -> tracing::Span {
     // At the highest level, so it is enabled whenever any event inside it is: an operator
     // at `RUST_LOG=warn` still sees which request a warning is about.
-    tracing::error_span!(
+    let span = tracing::error_span!(
         "request",
         node,
         session = session.unwrap_or(""),
         method,
-        request_id = %request_id
-    )
+        request_id = %request_id,
+        otel.name = tracing::field::Empty,
+        otel.kind = tracing::field::Empty,
+    );
+    let operation = telemetry::Operation {
+        method,
+        session,
+        version,
+        request_id,
+        params,
+    };
+    telemetry::describe(&span, operation);
+    span
 }
 
 /// [`dispatch`], with a handler that panics turned into an internal error (logged,
@@ -75,7 +91,7 @@ pub async fn run_guarded(
     let _running = (method == "tools/call").then(|| metrics.tool_running());
     // A cheap handle for the log line of the rare panic (one reference count).
     let about = ctx.clone();
-    AssertUnwindSafe(dispatch(features, ctx, method, params))
+    let outcome = AssertUnwindSafe(dispatch(features, ctx, method, params))
         .catch_unwind()
         .await
         .unwrap_or_else(|_| {
@@ -84,5 +100,7 @@ pub async fn run_guarded(
             Err(RpcError::internal(format!(
                 "the handler of {method} failed unexpectedly"
             )))
-        })
+        });
+    telemetry::record_outcome(&outcome);
+    outcome
 }

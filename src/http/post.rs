@@ -15,6 +15,7 @@ use crate::log_limit::LogLimiter;
 use crate::metrics::Limit;
 use crate::session::{self, actor::PostOutcome};
 use crate::stateless;
+use crate::telemetry;
 
 pub(crate) async fn post(
     State(state): State<Arc<AppState>>,
@@ -166,6 +167,8 @@ async fn handle_post(
     // The bytes are no longer needed, and under concurrent large bodies they are most of
     // what a POST holds.
     drop(bytes);
+    let mut decoded = decoded;
+    telemetry::adopt_header_context(headers, &mut decoded);
     state.check_scopes(&principal, decoded.messages())?;
     if is_modern_post(headers, session_id, &decoded) {
         let mut caller = state.caller(&principal);

@@ -98,6 +98,8 @@ pub(super) struct SessionActor {
     upstreams: Option<Arc<Scope>>,
     /// With `[store]`: what keeps this session's durable record.
     keeper: Option<record::RecordKeeper>,
+    /// For `mcp_server_session_duration_seconds`.
+    started: Instant,
 }
 
 impl SessionActor {
@@ -144,6 +146,7 @@ impl SessionActor {
             draining: false,
             upstreams,
             keeper: None,
+            started: now,
         }
     }
 
@@ -385,6 +388,8 @@ impl SessionActor {
             Some(&self.id),
             &method,
             &id,
+            self.version.as_str(),
+            params.as_ref(),
         );
         let task = tokio::spawn(
             async move {

@@ -21,7 +21,7 @@ use crate::dispatch::methods;
 use crate::dispatch::{request_span, run_guarded};
 use crate::jsonrpc::{self, Request, RequestId, RpcError, codes};
 use crate::metrics::RequestTimer;
-use crate::protocol::object;
+use crate::protocol::{MODERN_VERSION, object};
 use tracing::Instrument;
 
 /// The binding of a request's `requestState`: what a retry must repeat, and who must send
@@ -152,6 +152,8 @@ pub(super) async fn run(
         None,
         &request.method,
         &request.id,
+        MODERN_VERSION,
+        request.params.as_ref(),
     );
     let timer = timer.take();
     let work = async move {

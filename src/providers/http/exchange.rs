@@ -13,6 +13,7 @@ use reqwest::{Method, StatusCode, Url};
 use serde_json::Value;
 
 use crate::config::FollowRedirects;
+use crate::telemetry;
 
 /// Redirects followed at most in one call (reqwest's default limit too).
 pub(super) const MAX_REDIRECTS: usize = 10;
@@ -66,8 +67,13 @@ pub(super) async fn send(request: Request<'_>) -> Result<Response, ExchangeError
     let mut method = request.method.clone();
     let mut body = request.body;
     let mut at_origin = true;
+    // The endpoint's work joins the call's trace (W3C Trace Context): every hop gets it,
+    // as it names no secret.
+    let mut trace = HeaderMap::new();
+    telemetry::inject_current_headers(&mut trace);
     for _ in 0..=MAX_REDIRECTS {
         let mut builder = request.client.request(method.clone(), url.clone());
+        builder = builder.headers(trace.clone());
         if at_origin {
             builder = builder.headers(request.headers.clone());
         }

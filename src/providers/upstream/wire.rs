@@ -34,6 +34,7 @@ pub(crate) use super::route::{Events, Ignored, Relay};
 use crate::context::{ClientRequestError, RequestContext};
 use crate::jsonrpc::{self, Message, RequestId, RpcError};
 use crate::protocol::LogLevel;
+use crate::telemetry;
 
 /// Why a request to the upstream got no result.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -176,6 +177,10 @@ impl Connection {
                     meta.insert("progressToken".into(), json!(id));
                 }
             }
+        }
+        // The upstream's work joins the caller's trace (semantic conventions: in `_meta`).
+        if telemetry::enabled() {
+            telemetry::inject_params(params.get_or_insert_with(|| json!({})));
         }
         let line = jsonrpc::encode_request(&RequestId::Number(id), method, params.as_ref());
         let (reply, answer) = oneshot::channel();

@@ -114,6 +114,7 @@ impl SessionActor {
         // Counted before the registry lets go: a drain that sees no session left must also
         // see every session counted as ended.
         self.env.metrics.session_ended(reason.metric());
+        self.env.metrics.session_lasted(self.started.elapsed());
         self.env.registry.remove(&self.id);
         info!(session = %self.id, reason = reason.as_str(), "session ended");
     }

@@ -37,7 +37,7 @@ use crate::dispatch::{request_span, run_guarded};
 use crate::features::Features;
 use crate::features::tools::TaskSupport;
 use crate::jsonrpc::{Request, RpcError, codes, params_object};
-use crate::protocol::ClientInfo;
+use crate::protocol::{ClientInfo, MODERN_VERSION};
 pub(crate) use store::TaskStore;
 use store::{Run, TaskCall};
 use tracing::Instrument;
@@ -137,6 +137,8 @@ fn spawn_run(state: &Arc<ModernState>, run: Run) -> AbortHandle {
         None,
         "tools/call",
         &run.call.request_id,
+        MODERN_VERSION,
+        run.call.params.as_ref(),
     );
     let task = tokio::spawn(
         async move {

@@ -44,6 +44,7 @@ use super::route::{Incoming, Route};
 use super::wire::Io;
 use crate::jsonrpc::{self, RequestId};
 use crate::metrics::Metrics;
+use crate::telemetry;
 
 /// How to reach one HTTP upstream.
 #[derive(Clone)]
@@ -172,6 +173,7 @@ impl Exchange {
     fn post_request(&self, message: Bytes) -> reqwest::RequestBuilder {
         self.request(reqwest::Method::POST)
             .header("content-type", "application/json")
+            .headers(telemetry::headers_of_message(&message))
             .body(message)
     }
 
