@@ -37,7 +37,8 @@
 //! - [`stateless`] (2026-07-28) runs the same [`dispatch`] per request, without an actor,
 //!   and answers with a transport-neutral reply; elicitation and sampling become
 //!   `input_required` results there.
-//! - [`dispatch`] holds the method table; [`features`] the MCP feature logic, which knows
+//! - [`protocol::Method`] is every method, parsed once; [`dispatch`] routes the feature
+//!   methods; [`features`] the MCP feature logic, which knows
 //!   nothing of sessions; [`providers`] build features from the configuration.
 //! - Server-wide state is split by owner: `session::SessionEnv`, `stateless::ModernState`,
 //!   the [`events`] publisher, and the features a reload swaps; [`server`](Server) only

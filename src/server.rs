@@ -92,11 +92,11 @@ impl Server {
         }
     }
 
-    /// Fresh metrics for a server of `config`: its node id and the method table. Made
+    /// Fresh metrics for a server of `config`: its node id and the method rows. Made
     /// before the server when something built first records into them (the binary's
     /// provider runtime); hand them to [`ServerBuilder::metrics`].
     pub fn new_metrics(config: &Config) -> Arc<Metrics> {
-        let methods = crate::dispatch::methods::metric_names();
+        let methods = crate::protocol::Method::metric_names();
         Arc::new(Metrics::new(&config.server.node_id, methods))
     }
 

@@ -1,55 +1,61 @@
 //! Method routing for the feature methods, shared by every transport path.
 //!
-//! [`methods`] is the table of every method; the session actor answers the ones that read or
-//! change session state itself and hands the feature methods to [`dispatch`], which runs in
-//! a spawned task through [`run_guarded`]. Nothing here knows about sessions or HTTP, so the
+//! [`Method`] says who answers each method; the session actor answers the ones that read or
+//! change session state itself and hands the feature methods to [`dispatch`], which runs
+//! through [`run_handler`] on every path. Nothing here knows about sessions or HTTP, so the
 //! stateless 2026-07-28 path calls it as is.
 
 pub mod identity;
-pub mod methods;
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
 use futures_util::FutureExt;
 use serde_json::Value;
+use tracing::Instrument;
 
-use crate::context::RequestContext;
+use crate::context::{ContextParts, RequestContext};
 use crate::features::Features;
-use crate::jsonrpc::RpcError;
+use crate::jsonrpc::{RequestId, RpcError};
 use crate::log_limit::warn_limited;
 use crate::metrics::Metrics;
+use crate::protocol::Method;
+use crate::protocol::method::FeatureMethod;
 
 /// Runs one feature method and returns its result. `params` is taken by value so tool
 /// arguments move into the handler.
 pub async fn dispatch(
     features: &Features,
     ctx: RequestContext,
-    method: &str,
+    method: FeatureMethod,
     params: Option<Value>,
 ) -> Result<Value, RpcError> {
-    if method == "tools/call" {
-        return features.call_tool(ctx, params).await;
-    }
-    let params = params.as_ref();
+    let grants = ctx.grants();
     match method {
-        "tools/list" => features.list_tools(ctx.grants(), params),
-        "resources/list" => features.list_resources(ctx.grants(), params),
-        "resources/templates/list" => features.list_resource_templates(ctx.grants(), params),
-        "resources/read" => features.read_resource(ctx, params).await,
-        "prompts/list" => features.list_prompts(ctx.grants(), params),
-        "prompts/get" => features.get_prompt(ctx, params).await,
-        "completion/complete" => features.complete(ctx.grants(), params),
-        other => Err(RpcError::method_not_found(other)),
+        FeatureMethod::ToolsCall => features.call_tool(ctx, params).await,
+        FeatureMethod::ToolsList => features.list_tools(grants, params.as_ref()),
+        FeatureMethod::ResourcesList => features.list_resources(grants, params.as_ref()),
+        FeatureMethod::ResourcesTemplatesList => {
+            features.list_resource_templates(grants, params.as_ref())
+        }
+        FeatureMethod::ResourcesRead => features.read_resource(ctx, params.as_ref()).await,
+        FeatureMethod::PromptsList => features.list_prompts(grants, params.as_ref()),
+        FeatureMethod::PromptsGet => features.get_prompt(ctx, params.as_ref()).await,
+        FeatureMethod::CompletionComplete => features.complete(grants, params.as_ref()),
     }
 }
 
-/// The span a handler task runs in: every log line of the handler (a command tool's
-/// failure, a refused file read) carries the node, session, method and request id.
+/// The span a handler runs in: every log line of the handler (a command tool's failure, a
+/// refused file read) carries the node, session, method, its target (tool or prompt name,
+/// resource URI, task id), request id and protocol revision.
 pub fn request_span(
     node: &str,
+    method: Method,
+    target: Option<&str>,
     session: Option<&str>,
-    method: &str,
-    request_id: &crate::jsonrpc::RequestId,
+    request_id: &RequestId,
+    version: &str,
 ) -> tracing::Span {
     // At the highest level, so it is enabled whenever any event inside it is: an operator
     // at `RUST_LOG=warn` still sees which request a warning is about.
@@ -57,9 +63,40 @@ pub fn request_span(
         "request",
         node,
         session = session.unwrap_or(""),
-        method,
-        request_id = %request_id
+        method = method.as_str(),
+        target = target.unwrap_or(""),
+        request_id = %request_id,
+        version,
     )
+}
+
+/// The one way a feature method runs, on every path (a session's spawned task, a
+/// 2026-07-28 request's own future, a task's run): its context, its span, and
+/// [`run_guarded`]. The span is made before this returns, so `node` and `version` are
+/// only borrowed; the future owns the rest and may be spawned.
+pub(crate) fn run_handler(
+    features: Arc<Features>,
+    metrics: Arc<Metrics>,
+    node: &str,
+    version: &str,
+    parts: ContextParts,
+    method: FeatureMethod,
+    params: Option<Value>,
+) -> impl Future<Output = Result<Value, RpcError>> + Send + 'static {
+    let method_target = method.method().target();
+    let target = method_target
+        .and_then(|t| params.as_ref()?.get(t.field())?.as_str())
+        .map(str::to_owned);
+    let span = request_span(
+        node,
+        method.method(),
+        target.as_deref(),
+        parts.session_id.as_deref(),
+        &parts.request_id,
+        version,
+    );
+    let ctx = RequestContext::new(parts);
+    async move { run_guarded(&features, &metrics, ctx, method, params).await }.instrument(span)
 }
 
 /// [`dispatch`], with a handler that panics turned into an internal error (logged,
@@ -69,10 +106,10 @@ pub async fn run_guarded(
     features: &Features,
     metrics: &Metrics,
     ctx: RequestContext,
-    method: &str,
+    method: FeatureMethod,
     params: Option<Value>,
 ) -> Result<Value, RpcError> {
-    let _running = (method == "tools/call").then(|| metrics.tool_running());
+    let _running = (method == FeatureMethod::ToolsCall).then(|| metrics.tool_running());
     // A cheap handle for the log line of the rare panic (one reference count).
     let about = ctx.clone();
     AssertUnwindSafe(dispatch(features, ctx, method, params))

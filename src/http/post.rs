@@ -13,6 +13,7 @@ use crate::http::{AppState, headers, limits, modern, reply};
 use crate::jsonrpc::{self, DecodeCap, DecodeError, Message, RpcError, codes};
 use crate::log_limit::LogLimiter;
 use crate::metrics::Limit;
+use crate::protocol::Method;
 use crate::session::{self, actor::PostOutcome};
 use crate::stateless;
 
@@ -185,7 +186,7 @@ async fn handle_post(
     let initialize = decoded
         .messages()
         .iter()
-        .any(|m| matches!(m, Message::Request(r) if r.method == "initialize"));
+        .any(|m| matches!(m, Message::Request(r) if Method::parse(&r.method) == Some(Method::Initialize)));
     if initialize {
         if is_batch {
             return Err(HttpError::bad_request(RpcError::invalid_request(

@@ -16,23 +16,21 @@ use std::collections::HashSet;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
-use tracing::{Instrument, debug, info};
+use tracing::{debug, info};
 
-use crate::context::{
-    ClientLink, ClientRequestError, ContextParts, Grants, Notice, RequestContext,
-};
-use crate::dispatch::methods::{answered_by_session_actor, metric_label};
-use crate::dispatch::{request_span, run_guarded};
+use crate::context::{ClientLink, ClientRequestError, ContextParts, Grants, Notice};
+use crate::dispatch::run_handler;
 use crate::events::ServerEvent;
 use crate::jsonrpc::{self, Message, Notification, Request, RequestId, Response, RpcError};
 use crate::log_limit::warn_limited;
 use crate::metrics::RequestTimer;
-use crate::protocol::{ClientInfo, LogLevel, ProtocolVersion, progress_token};
+use crate::protocol::method::{ClientNotification, FeatureMethod, Served};
+use crate::protocol::{ClientInfo, LogLevel, Method, ProtocolVersion, progress_token};
 use crate::providers::upstream::Scope;
 use crate::session::handle::SessionLink;
 use crate::session::pending::PendingClientRequests;
@@ -259,7 +257,7 @@ impl SessionActor {
         // `ping`, and cancellations (notifications) already went through above.
         let spawned = requests
             .iter()
-            .filter(|r| !answered_by_session_actor(&r.method))
+            .filter(|r| Method::parse(&r.method).is_some_and(|m| m.feature().is_some()))
             .count();
         if spawned > 0 && self.in_flight.len() + spawned > limit {
             debug!(session = %self.id, limit, "request refused: too many requests in flight");
@@ -288,7 +286,7 @@ impl SessionActor {
     fn on_client_request_received(&mut self, stream: StreamId, request: Request, grants: &Grants) {
         let Request { id, method, params } = request;
         debug!(session = %self.id, %method, request_id = %id, "request");
-        let label = metric_label(&method, false);
+        let label = Method::metric_label_of(&method, false);
         let timer = self.env.metrics.start_request(label, self.version.into());
         if self.in_flight.contains_key(&id) {
             let error = RpcError::invalid_request(format!(
@@ -297,35 +295,29 @@ impl SessionActor {
             timer.finish(false);
             return self.answer(stream, &id, Err(error));
         }
-        // The methods the table marks as answered by the session actor.
-        let immediate = match method.as_str() {
-            "ping" => Some(Ok(json!({}))),
-            "logging/setLevel" => Some(self.set_log_level(params.as_ref())),
-            "resources/subscribe" => Some(self.subscribe(params.as_ref(), true)),
-            "resources/unsubscribe" => Some(self.subscribe(params.as_ref(), false)),
-            _ => None,
-        };
-        match immediate {
-            Some(outcome) => {
-                timer.finish(outcome.is_ok());
-                self.answer(stream, &id, outcome)
+        let outcome = match Method::parse(&method).and_then(Method::served) {
+            Some(Served::Features(feature)) => {
+                return self.spawn_handler(stream, id, feature, params, timer, grants.clone());
             }
-            None => self.spawn_handler(stream, id, method, params, timer, grants.clone()),
-        }
+            Some(Served::SessionActor(own)) => self.answer_itself(own, params.as_ref()),
+            Some(Served::Stateless(_)) | None => Err(RpcError::method_not_found(&method)),
+        };
+        timer.finish(outcome.is_ok());
+        self.answer(stream, &id, outcome)
     }
 
     fn spawn_handler(
         &mut self,
         stream: StreamId,
         id: RequestId,
-        method: String,
+        method: FeatureMethod,
         params: Option<Value>,
         timer: RequestTimer,
         grants: Grants,
     ) {
         let cancel = CancellationToken::new();
         let progress_token = progress_token(params.as_ref().and_then(|p| p.get("_meta")));
-        let ctx = RequestContext::new(ContextParts {
+        let parts = ContextParts {
             request_id: id.clone(),
             session_id: Some(Arc::clone(&self.id)),
             progress_token,
@@ -337,7 +329,7 @@ impl SessionActor {
                 .clone()
                 .map(|s| s as Arc<dyn std::any::Any + Send + Sync>),
             grants,
-        });
+        };
         // The task keeps the features it started with: a reload swaps `env.features`
         // for later requests, never under a running call.
         let features = self.env.features.load_full();
@@ -346,27 +338,27 @@ impl SessionActor {
             return;
         };
         let task_id = id.clone();
-        let span = request_span(
+        let run = run_handler(
+            features,
+            Arc::clone(&self.env.metrics),
             &self.env.config.server.node_id,
-            Some(&self.id),
-            &method,
-            &id,
+            self.version.as_str(),
+            parts,
+            method,
+            params,
         );
-        let task = tokio::spawn(
-            async move {
-                let outcome = run_guarded(&features, timer.metrics(), ctx, &method, params).await;
-                timer.finish(outcome.is_ok());
-                let response = jsonrpc::encode_response(Some(&task_id), &outcome);
-                let _ = tx
-                    .send(SessionMsg::Finished(Box::new(FinishedMsg {
-                        id: task_id,
-                        task: tokio::task::id(),
-                        response,
-                    })))
-                    .await;
-            }
-            .instrument(span),
-        );
+        let task = tokio::spawn(async move {
+            let outcome = run.await;
+            timer.finish(outcome.is_ok());
+            let response = jsonrpc::encode_response(Some(&task_id), &outcome);
+            let _ = tx
+                .send(SessionMsg::Finished(Box::new(FinishedMsg {
+                    id: task_id,
+                    task: tokio::task::id(),
+                    response,
+                })))
+                .await;
+        });
         self.in_flight.insert(
             id,
             InFlight {
@@ -388,8 +380,9 @@ impl SessionActor {
     }
 
     fn on_client_notification(&mut self, n: Notification) {
-        match n.method.as_str() {
-            "notifications/initialized" => {
+        let known = Method::parse(&n.method).and_then(Method::client_notification);
+        match known {
+            Some(ClientNotification::Initialized) => {
                 if !self.initialized {
                     self.initialized = true;
                     debug!(session = %self.id, "client initialized");
@@ -399,7 +392,7 @@ impl SessionActor {
                     }
                 }
             }
-            "notifications/cancelled" => {
+            Some(ClientNotification::Cancelled) => {
                 let id = n
                     .params
                     .as_ref()
@@ -418,7 +411,7 @@ impl SessionActor {
                     }
                 }
             }
-            "notifications/progress" => {
+            Some(ClientNotification::Progress) => {
                 let config = &self.env.config.client_requests;
                 if config.reset_timeout_on_progress {
                     let token = n
@@ -431,7 +424,9 @@ impl SessionActor {
                     }
                 }
             }
-            other => debug!(session = %self.id, method = other, "client notification"),
+            Some(ClientNotification::RootsListChanged) | None => {
+                debug!(session = %self.id, method = %n.method, "client notification")
+            }
         }
     }
 

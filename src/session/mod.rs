@@ -26,7 +26,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::dispatch::identity::ServerIdentity;
-use crate::dispatch::methods::metric_label;
 use crate::events::{EventSink, ServerEvent};
 use crate::features::Features;
 use crate::jsonrpc::{self, RpcError};
@@ -168,7 +167,7 @@ pub(crate) fn initialize(
         Err(SessionError::Invalid(_)) => (Era::from(ProtocolVersion::LATEST), false),
         Err(_) => return answer,
     };
-    let method = metric_label("initialize", false);
+    let method = crate::protocol::Method::Initialize.metric_label(false);
     env.metrics
         .record_request(method, era, ok, started.elapsed());
     answer

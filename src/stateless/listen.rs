@@ -204,7 +204,7 @@ impl Listening {
                 () = self.state.shutdown.cancelled() => {
                     self.done = true;
                     let result = json!({ "_meta": { SUBSCRIPTION_ID: self.id } });
-                    let body = super::stamp::stamped_response(&self.state, "subscriptions/listen", &self.id, result);
+                    let body = super::stamp::stamped_response(&self.state, crate::protocol::Method::SubscriptionsListen, &self.id, result);
                     return Some((body, self));
                 }
             }

@@ -32,13 +32,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::dispatch::identity::ServerIdentity;
-use crate::dispatch::methods::{self, AnsweredBy};
 use crate::events::ServerEvents;
 use crate::features::Features;
 use crate::jsonrpc::{self, Message, Request, RequestId, RpcError, codes};
 use crate::keyed_counts::KeyedCounts;
 use crate::metrics::{Era, Metrics, RequestTimer};
-use crate::protocol::{MODERN_VERSION, ProtocolVersion, is_handshake_version};
+use crate::protocol::method::{Served, StatelessMethod};
+use crate::protocol::{MODERN_VERSION, Method, ProtocolVersion, is_handshake_version};
 use crate::providers::upstream::Gateway;
 use envelope::RoutingFields;
 use request_state::RequestStateKey;
@@ -164,7 +164,7 @@ impl Reply {
     }
 
     /// The response carrying `result`, with what every result of `method` carries.
-    fn result(state: &ModernState, method: &str, id: &RequestId, result: Value) -> Reply {
+    fn result(state: &ModernState, method: Method, id: &RequestId, result: Value) -> Reply {
         Reply::Response {
             body: stamp::stamped_response(state, method, id, result),
             error: None,
@@ -180,7 +180,7 @@ pub(crate) fn takes_version(version: &str) -> bool {
 
 /// Whether a request without version header claims the modern revision in its `_meta`.
 pub(crate) fn claims_modern(method: &str, params: Option<&Value>) -> bool {
-    method != "initialize" && envelope::has_modern_claim(params)
+    Method::parse(method) != Some(Method::Initialize) && envelope::has_modern_claim(params)
 }
 
 /// Who sent a modern POST, as the transport authenticated it.
@@ -249,7 +249,7 @@ pub(crate) async fn serve(
             );
         }
     };
-    let label = methods::metric_label(&request.method, true);
+    let label = Method::metric_label_of(&request.method, true);
     let mut timer = Some(state.metrics.start_request(label, Era::V2026_07_28));
     let reply = route(state, transport, request, &mut timer).await;
     if let Some(timer) = timer {
@@ -268,7 +268,7 @@ fn settle(timer: RequestTimer, reply: &Reply) {
     }
 }
 
-/// Routes one request by the method table. A feature call takes `timer` into its task.
+/// Routes one request by who serves its method. A feature call takes `timer` into its task.
 async fn route(
     state: &Arc<ModernState>,
     transport: Transport<'_>,
@@ -296,24 +296,26 @@ async fn route(
         Ok(e) => e,
         Err(e) => return Reply::error(Some(&request.id), e),
     };
-    let spec = methods::lookup(&request.method).filter(|m| m.in_modern());
-    match spec.map(|m| (m.name, m.answered_by)) {
-        Some(("server/discover", _)) => {
+    let method = Method::parse(&request.method).filter(|m| m.in_stateless());
+    match method.and_then(Method::served) {
+        Some(Served::Stateless(StatelessMethod::ServerDiscover)) => {
             let result = discover_result(state);
-            Reply::result(state, "server/discover", &request.id, result)
+            Reply::result(state, Method::ServerDiscover, &request.id, result)
         }
-        Some(("subscriptions/listen", _)) => listen::open(state, &transport, request).await,
-        Some((method, AnsweredBy::Stateless)) => {
+        Some(Served::Stateless(StatelessMethod::SubscriptionsListen)) => {
+            listen::open(state, &transport, request).await
+        }
+        Some(Served::Stateless(StatelessMethod::Task(task))) => {
             let (params, client) = (request.params.as_ref(), &envelope.client);
-            match tasks::serve(state, method, params, client, &transport.caller.key) {
-                Ok(result) => Reply::result(state, method, &request.id, result),
+            match tasks::serve(state, task, params, client, &transport.caller.key) {
+                Ok(result) => Reply::result(state, task.method(), &request.id, result),
                 Err(e) => Reply::error(Some(&request.id), e),
             }
         }
-        Some((_, AnsweredBy::Features)) => {
-            call::run(state, request, envelope, transport.caller, timer).await
+        Some(Served::Features(feature)) => {
+            call::run(state, request, feature, envelope, transport.caller, timer).await
         }
-        _ => {
+        Some(Served::SessionActor(_)) | None => {
             let method = &request.method;
             Reply::error(
                 Some(&request.id),

@@ -15,13 +15,13 @@ use serde_json::{Map, Value, json};
 
 use super::ModernState;
 use crate::dispatch::identity::SERVER_INFO_META;
-use crate::dispatch::methods;
 use crate::jsonrpc::{self, RequestId};
+use crate::protocol::Method;
 
 /// The JSON-RPC response carrying `result` to request `id` of `method`, stamped.
 pub(crate) fn stamped_response(
     state: &ModernState,
-    method: &str,
+    method: Method,
     id: &RequestId,
     mut result: Value,
 ) -> Bytes {
@@ -31,7 +31,7 @@ pub(crate) fn stamped_response(
     members
         .entry("resultType")
         .or_insert_with(|| json!("complete"));
-    let cacheable = methods::lookup(method).is_some_and(|m| m.cacheable);
+    let cacheable = method.cacheable();
     if cacheable && members.get("resultType") == Some(&json!("complete")) {
         members.insert("ttlMs".into(), json!(state.config.modern.ttl_ms));
         members.insert(
