@@ -198,17 +198,11 @@ pub fn check_modern_post(headers: &HeaderMap, body: &[u8], features: &Features) 
         Ok(decoded) => decoded,
         Err(e) => return ModernVerdict::Undecodable(e),
     };
-    let version = headers::protocol_version_value(headers);
-    let request = match (&decoded, version) {
-        (Body::Single(Message::Request(r)), Some(v)) if crate::stateless::takes_version(v) => r,
-        (_, Some(v)) if crate::stateless::takes_version(v) => return ModernVerdict::NotARequest,
-        (Body::Single(Message::Request(r)), None)
-            if headers::session_id(headers).is_none()
-                && crate::stateless::claims_modern(&r.method, r.params.as_ref()) =>
-        {
-            r
-        }
-        _ => return ModernVerdict::Handshake,
+    if !crate::http::post::is_stateless_post(headers, &decoded) {
+        return ModernVerdict::Handshake;
+    }
+    let Body::Single(Message::Request(request)) = &decoded else {
+        return ModernVerdict::NotARequest;
     };
     let params = request.params.as_ref();
     let envelope = match envelope::validate(headers, &request.method, params, features) {

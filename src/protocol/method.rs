@@ -472,7 +472,10 @@ mod tests {
             assert_eq!(Method::parse(m.as_str()), Some(m));
             assert_eq!(m as usize, i, "{m} is out of declaration order in ALL");
         }
-        assert_eq!(Method::ALL.len(), Method::SubscriptionsAcknowledged as usize + 1);
+        assert_eq!(
+            Method::ALL.len(),
+            Method::SubscriptionsAcknowledged as usize + 1
+        );
         assert_eq!(Method::parse("tasks/list"), None);
     }
 
