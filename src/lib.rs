@@ -21,7 +21,7 @@
 //! `use crate::` against this order):
 //!
 //! ```text
-//!  reload → server (composition only) → http → { session | stateless }
+//!  reload → server (composition only) → http → { session | stateless } → core
 //!         → { dispatch | providers | auth } → features → context → events → config
 //!         → protocol → jsonrpc → metrics → { log_format | log_limit | keyed_counts }
 //! ```
@@ -40,8 +40,8 @@
 //! - [`protocol::Method`] is every method, parsed once; [`dispatch`] routes the feature
 //!   methods; [`features`] the MCP feature logic, which knows
 //!   nothing of sessions; [`providers`] build features from the configuration.
-//! - Server-wide state is split by owner: `session::SessionEnv`, `stateless::ModernState`,
-//!   the [`events`] publisher, and the features a reload swaps; [`server`](Server) only
+//! - Server-wide state is split by owner: `core::Core` (what both eras read, one `Arc`
+//!   shared), `session::SessionEnv`, `stateless::ModernState`, the [`events`] publisher, and the features a reload swaps; [`server`](Server) only
 //!   composes them.
 //! - [`metrics`]: one Prometheus registry per server, recorded into by every layer and
 //!   served by the admin listener ([`Server::serve_admin`]).
@@ -76,6 +76,7 @@
 pub mod auth;
 pub mod config;
 pub mod context;
+mod core;
 pub mod dispatch;
 pub mod events;
 pub mod features;

@@ -18,6 +18,7 @@ const LAYERS: &[&[&str]] = &[
     &["server"],
     &["http"],
     &["session", "stateless"],
+    &["core"],
     &["dispatch", "providers", "auth"],
     &["features"],
     &["context"],

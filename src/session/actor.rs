@@ -98,11 +98,12 @@ impl SessionActor {
         slot: SessionSlot,
     ) -> Self {
         let now = Instant::now();
-        let idle_deadline = now + env.config.sessions.idle_ttl;
-        let rules = StreamRules::new(&env.config, version.sends_priming_event());
-        let streams = Streams::new(rules, Arc::clone(&env.metrics));
-        let pending = PendingClientRequests::new(Arc::clone(&env.metrics));
+        let idle_deadline = now + env.core.config.sessions.idle_ttl;
+        let rules = StreamRules::new(&env.core.config, version.sends_priming_event());
+        let streams = Streams::new(rules, Arc::clone(&env.core.metrics));
+        let pending = PendingClientRequests::new(Arc::clone(&env.core.metrics));
         let upstreams = env
+            .core
             .gateway
             .as_ref()
             .and_then(|g| g.session_scope(Arc::clone(&client)));
@@ -136,7 +137,7 @@ impl SessionActor {
         let mut armed = self.idle_deadline;
         // Watched here rather than sent as messages: a full mailbox cannot make a session
         // miss the end of the server.
-        let (drain, shutdown) = (self.env.drain.clone(), self.env.shutdown.clone());
+        let (drain, shutdown) = (self.env.core.drain.clone(), self.env.core.shutdown.clone());
         let (drain, shutdown) = (drain.cancelled(), shutdown.cancelled());
         tokio::pin!(drain, shutdown);
         let reason = loop {
@@ -252,7 +253,7 @@ impl SessionActor {
         if requests.is_empty() {
             return Ok(PostOutcome::Accepted);
         }
-        let limit = self.env.config.sessions.max_in_flight;
+        let limit = self.env.core.config.sessions.max_in_flight;
         // Requests the actor answers itself take no slot: a busy session still answers
         // `ping`, and cancellations (notifications) already went through above.
         let spawned = requests
@@ -287,7 +288,11 @@ impl SessionActor {
         let Request { id, method, params } = request;
         debug!(session = %self.id, %method, request_id = %id, "request");
         let label = Method::metric_label_of(&method, false);
-        let timer = self.env.metrics.start_request(label, self.version.into());
+        let timer = self
+            .env
+            .core
+            .metrics
+            .start_request(label, self.version.into());
         if self.in_flight.contains_key(&id) {
             let error = RpcError::invalid_request(format!(
                 "request id {id} is already in use by a request in flight"
@@ -332,7 +337,7 @@ impl SessionActor {
         };
         // The task keeps the features it started with: a reload swaps `env.features`
         // for later requests, never under a running call.
-        let features = self.env.features.load_full();
+        let features = self.env.core.features.load_full();
         // The actor is running, so its mailbox is open and the upgrade succeeds.
         let Some(tx) = self.self_tx.upgrade() else {
             return;
@@ -340,8 +345,8 @@ impl SessionActor {
         let task_id = id.clone();
         let run = run_handler(
             features,
-            Arc::clone(&self.env.metrics),
-            &self.env.config.server.node_id,
+            Arc::clone(&self.env.core.metrics),
+            &self.env.core.config.server.node_id,
             self.version.as_str(),
             parts,
             method,
@@ -412,7 +417,7 @@ impl SessionActor {
                 }
             }
             Some(ClientNotification::Progress) => {
-                let config = &self.env.config.client_requests;
+                let config = &self.env.core.config.client_requests;
                 if config.reset_timeout_on_progress {
                     let token = n
                         .params

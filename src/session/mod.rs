@@ -19,19 +19,14 @@ pub mod streams;
 
 use std::sync::Arc;
 
-use arc_swap::ArcSwap;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
-use crate::config::Config;
-use crate::dispatch::identity::ServerIdentity;
+use crate::core::Core;
 use crate::events::{EventSink, ServerEvent};
-use crate::features::Features;
 use crate::jsonrpc::{self, RpcError};
-use crate::metrics::{Era, Metrics};
+use crate::metrics::Era;
 use crate::protocol::{ClientInfo, ProtocolVersion};
-use crate::providers::upstream::Gateway;
 use handle::SessionHandle;
 use registry::{RegistryFull, SessionRegistry};
 use streams::ReplayError;
@@ -39,46 +34,22 @@ use streams::ReplayError;
 /// What the session layer owns, server-wide: the registry of live sessions and what every
 /// session actor reads.
 pub(crate) struct SessionEnv {
-    pub config: Arc<Config>,
-    /// What the server exposes; a reload swaps it whole. Handler tasks take their own `Arc`.
-    pub features: Arc<ArcSwap<Features>>,
-    pub identity: Arc<ServerIdentity>,
+    /// What both eras read. Draining means no new session starts, and each session ends
+    /// once nothing of it is in flight; shutdown ends actors at once, answering what they
+    /// abort.
+    pub core: Arc<Core>,
     pub registry: SessionRegistry,
-    /// Cancelled when the server starts draining: no new session starts, and each session
-    /// ends once nothing of it is in flight.
-    pub drain: CancellationToken,
-    /// Cancelled when the server shuts down: actors end at once, answering what they abort.
-    pub shutdown: CancellationToken,
-    pub metrics: Arc<Metrics>,
-    /// The upstream servers (`[[upstreams]]`); each session owns its own connections.
-    pub gateway: Option<Gateway>,
 }
 
 impl SessionEnv {
-    pub fn new(
-        config: Arc<Config>,
-        features: Arc<ArcSwap<Features>>,
-        identity: Arc<ServerIdentity>,
-        drain: CancellationToken,
-        shutdown: CancellationToken,
-        metrics: Arc<Metrics>,
-    ) -> Self {
-        let registry = SessionRegistry::new(config.sessions.max_sessions);
-        SessionEnv {
-            config,
-            features,
-            identity,
-            registry,
-            drain,
-            shutdown,
-            metrics,
-            gateway: None,
-        }
+    pub fn new(core: Arc<Core>) -> Self {
+        let registry = SessionRegistry::new(core.config.sessions.max_sessions);
+        SessionEnv { core, registry }
     }
 
     /// Whether a new session would start now: not while draining, nor at `max_sessions`.
     pub fn accepting(&self) -> Result<(), SessionError> {
-        if self.drain.is_cancelled() {
+        if self.core.drain.is_cancelled() {
             return Err(SessionError::Draining);
         }
         if self.registry.len() >= self.registry.max() {
@@ -168,7 +139,8 @@ pub(crate) fn initialize(
         Err(_) => return answer,
     };
     let method = crate::protocol::Method::Initialize.metric_label(false);
-    env.metrics
+    env.core
+        .metrics
         .record_request(method, era, ok, started.elapsed());
     answer
 }
@@ -206,7 +178,7 @@ fn answer_initialize(
         .to_string();
     let handle = start(env, version, client, owner)?;
     tracing::info!(session = %handle.id, principal = %owner.name, client = %client_name, requested, %version, "initialize");
-    let result = env.identity.initialize_result(version.as_str());
+    let result = env.core.identity.initialize_result(version.as_str());
     Ok((
         handle,
         jsonrpc::encode_response(Some(&request.id), &Ok(result)),
@@ -220,8 +192,8 @@ fn start(
     client: ClientInfo,
     owner: &Owner,
 ) -> Result<SessionHandle, SessionError> {
-    let sessions = &env.config.sessions;
-    if env.drain.is_cancelled() {
+    let sessions = &env.core.config.sessions;
+    if env.core.drain.is_cancelled() {
         return Err(SessionError::Draining);
     }
     let slot = env
@@ -233,7 +205,7 @@ fn start(
                 limit: env.registry.max(),
             },
         })?;
-    let id = mint_session_id(&env.config.server.node_id);
+    let id = mint_session_id(&env.core.config.server.node_id);
     let (tx, rx) = mpsc::channel(sessions.mailbox_capacity);
     let owner_key = Arc::clone(&owner.key);
     let handle = SessionHandle::new(
@@ -244,7 +216,7 @@ fn start(
         sessions.mailbox_wait,
     );
     env.registry.insert(handle.clone());
-    env.metrics.session_started();
+    env.core.metrics.session_started();
     let actor = actor::SessionActor::new(
         id,
         version,

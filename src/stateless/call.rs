@@ -82,7 +82,7 @@ pub(super) async fn run(
 ) -> Reply {
     // Held by the running handler, so a request counts until its handler ends or is dropped.
     let Ok(permit) = Arc::clone(&state.call_permits).try_acquire_owned() else {
-        let limit = state.config.modern.max_in_flight;
+        let limit = state.core.config.modern.max_in_flight;
         return Reply::Refused(Refusal::TooManyCalls { limit });
     };
     let principal_slot = match caller.max_in_flight {
@@ -97,7 +97,7 @@ pub(super) async fn run(
         Err(e) => return Reply::error(Some(&request.id), e),
     };
     // Taken before the spawn, so a reload never changes a request's tools mid-call.
-    let features = state.features.load_full();
+    let features = state.core.features.load_full();
     let plan = if method == FeatureMethod::ToolsCall {
         match tasks::plan_call(&features, request.params.as_ref(), &envelope.client) {
             Ok(plan) => plan,
@@ -118,7 +118,7 @@ pub(super) async fn run(
     } else {
         TaskStart::Continue
     };
-    let (out_tx, mut out_rx) = mpsc::channel(state.config.http.sse_connection_buffer);
+    let (out_tx, mut out_rx) = mpsc::channel(state.core.config.http.sse_connection_buffer);
     let (needed_tx, mut needed_rx) = mpsc::channel(MAX_INPUT_REQUESTS);
     let link = Arc::new(
         StatelessLink::new(
@@ -145,8 +145,8 @@ pub(super) async fn run(
     let request_id = request.id.clone();
     let handler = run_handler(
         Arc::clone(&features),
-        Arc::clone(&state.metrics),
-        &state.config.server.node_id,
+        Arc::clone(&state.core.metrics),
+        &state.core.config.server.node_id,
         MODERN_VERSION,
         parts,
         method,
@@ -213,7 +213,7 @@ pub(super) async fn run(
             biased;
             first = out_rx.recv() => break first,
             () = running.drive() => {}
-            () = state.shutdown.cancelled() => break Some(shutdown_frame(&request_id)),
+            () = state.core.shutdown.cancelled() => break Some(shutdown_frame(&request_id)),
         }
     };
     match first {
@@ -304,7 +304,7 @@ fn stream(
         first: Some(first),
         rx,
         done: false,
-        shutdown: state.shutdown.clone(),
+        shutdown: state.core.shutdown.clone(),
         id,
         running,
     };

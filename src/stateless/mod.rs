@@ -23,33 +23,27 @@ pub(crate) mod tasks;
 
 use std::sync::Arc;
 
-use arc_swap::ArcSwap;
 use bytes::Bytes;
 use futures_util::stream::BoxStream;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
-use tokio_util::sync::CancellationToken;
 
-use crate::config::Config;
-use crate::dispatch::identity::ServerIdentity;
+use crate::core::Core;
 use crate::events::ServerEvents;
-use crate::features::Features;
 use crate::jsonrpc::{self, Message, Request, RequestId, RpcError, codes};
 use crate::keyed_counts::KeyedCounts;
-use crate::metrics::{Era, Metrics, RequestTimer};
+use crate::metrics::{Era, RequestTimer};
 use crate::protocol::method::{Served, StatelessMethod};
 use crate::protocol::{MODERN_VERSION, Method, ProtocolVersion, is_handshake_version};
-use crate::providers::upstream::Gateway;
 use envelope::RoutingFields;
 use request_state::RequestStateKey;
 use tasks::TaskStore;
 
 /// What the stateless path owns, server-wide: nothing here is per request.
 pub(crate) struct ModernState {
-    pub config: Arc<Config>,
-    /// What the server exposes; a reload swaps it whole. A request takes its own `Arc`.
-    pub features: Arc<ArcSwap<Features>>,
-    pub identity: Arc<ServerIdentity>,
+    /// What both eras read. Draining refuses every new request (503) and lets those in
+    /// flight run to their end; shutdown makes calls answer an error and ends listen streams.
+    pub core: Arc<Core>,
     /// Listen streams subscribe here.
     pub events: Arc<ServerEvents>,
     /// Seals and opens `requestState` of input_required round trips.
@@ -64,15 +58,6 @@ pub(crate) struct ModernState {
     pub principal_calls: KeyedCounts,
     /// Open listen streams per principal (`auth.max_listen_streams_per_principal`).
     pub principal_listens: KeyedCounts,
-    /// Cancelled when the server starts draining: every new request is refused (503), and
-    /// those in flight run to their end.
-    pub drain: CancellationToken,
-    /// Cancelled when the server shuts down: calls answer an error, listen streams end.
-    pub shutdown: CancellationToken,
-    pub metrics: Arc<Metrics>,
-    /// The upstream servers; 2026-07-28 requests reach session-scoped ones through one
-    /// scope per principal.
-    pub gateway: Option<Gateway>,
 }
 
 impl ModernState {
@@ -83,6 +68,7 @@ impl ModernState {
         client: &Arc<crate::protocol::ClientInfo>,
     ) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
         let scope = self
+            .core
             .gateway
             .as_ref()?
             .principal_scope(principal, Arc::clone(client))?;
@@ -91,12 +77,12 @@ impl ModernState {
 
     /// Open `subscriptions/listen` streams.
     pub fn listen_streams(&self) -> usize {
-        self.config.modern.max_listen_streams - self.listen_permits.available_permits()
+        self.core.config.modern.max_listen_streams - self.listen_permits.available_permits()
     }
 
     /// Requests running now (listen streams are not counted: they never finish).
     pub fn calls_in_flight(&self) -> usize {
-        self.config.modern.max_in_flight - self.call_permits.available_permits()
+        self.core.config.modern.max_in_flight - self.call_permits.available_permits()
     }
 }
 
@@ -216,7 +202,7 @@ pub(crate) async fn serve(
     transport: Transport<'_>,
     body: jsonrpc::Body,
 ) -> Reply {
-    if state.drain.is_cancelled() {
+    if state.core.drain.is_cancelled() {
         return Reply::Refused(Refusal::Draining);
     }
     let message = match body {
@@ -250,7 +236,7 @@ pub(crate) async fn serve(
         }
     };
     let label = Method::metric_label_of(&request.method, true);
-    let mut timer = Some(state.metrics.start_request(label, Era::V2026_07_28));
+    let mut timer = Some(state.core.metrics.start_request(label, Era::V2026_07_28));
     let reply = route(state, transport, request, &mut timer).await;
     if let Some(timer) = timer {
         settle(timer, &reply);
@@ -291,7 +277,7 @@ async fn route(
         transport.fields,
         &request.method,
         request.params.as_ref(),
-        &state.features.load(),
+        &state.core.features.load(),
     ) {
         Ok(e) => e,
         Err(e) => return Reply::error(Some(&request.id), e),
@@ -343,11 +329,11 @@ fn unsupported_version(version: &str) -> RpcError {
 fn discover_result(state: &ModernState) -> Value {
     let mut result = json!({
         "supportedVersions": [MODERN_VERSION],
-        "capabilities": state.identity.capabilities(),
+        "capabilities": state.core.identity.capabilities(),
     });
     // Extensions exist only in the 2026-07-28 capability object.
     result["capabilities"]["extensions"] = json!({ tasks::EXTENSION: {} });
-    if let Some(instructions) = state.identity.instructions() {
+    if let Some(instructions) = state.core.identity.instructions() {
         result["instructions"] = instructions.clone();
     }
     result

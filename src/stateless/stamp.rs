@@ -33,22 +33,22 @@ pub(crate) fn stamped_response(
         .or_insert_with(|| json!("complete"));
     let cacheable = method.cacheable();
     if cacheable && members.get("resultType") == Some(&json!("complete")) {
-        members.insert("ttlMs".into(), json!(state.config.modern.ttl_ms));
+        members.insert("ttlMs".into(), json!(state.core.config.modern.ttl_ms));
         members.insert(
             "cacheScope".into(),
-            json!(state.config.modern.cache_scope.as_str()),
+            json!(state.core.config.modern.cache_scope.as_str()),
         );
     }
     match members.get_mut("_meta") {
         None => {
             let result = WithMeta {
-                meta: state.identity.server_info_meta(),
+                meta: state.core.identity.server_info_meta(),
                 members,
             };
             return jsonrpc::encode_result(id, &result);
         }
         Some(Value::Object(meta)) => {
-            let info = state.identity.server_info().clone();
+            let info = state.core.identity.server_info().clone();
             meta.insert(SERVER_INFO_META.into(), info);
         }
         // A `_meta` that is not an object is the handler's to answer for; it is left as is.

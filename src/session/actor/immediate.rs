@@ -50,7 +50,7 @@ impl SessionActor {
         let params = params_object(params)?;
         let uri = crate::features::required_str(params, "uri")?;
         if on {
-            if !self.env.features.load().knows_resource(uri) {
+            if !self.env.core.features.load().knows_resource(uri) {
                 return Err(RpcError::from(
                     crate::features::resources::ResourceError::NotFound(uri.into()),
                 ));

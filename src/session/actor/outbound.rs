@@ -53,10 +53,10 @@ impl SessionActor {
         mut params: Value,
         respond_to: oneshot::Sender<Answer>,
     ) {
-        let config = &self.env.config.client_requests;
+        let config = &self.env.core.config.client_requests;
         if self.pending.len() >= config.max_pending {
             warn_limited!(session = %self.id, limit = config.max_pending, "server→client request refused: too many pending");
-            self.env.metrics.limit_hit(Limit::MaxPending);
+            self.env.core.metrics.limit_hit(Limit::MaxPending);
             let _ = respond_to.send(Err(ClientRequestError::TooManyPending(config.max_pending)));
             return;
         }

@@ -150,8 +150,8 @@ fn spawn_run(state: &Arc<ModernState>, run: Run) -> AbortHandle {
         };
         let outcome = run_handler(
             Arc::clone(&call.features),
-            Arc::clone(&state.metrics),
-            &state.config.server.node_id,
+            Arc::clone(&state.core.metrics),
+            &state.core.config.server.node_id,
             MODERN_VERSION,
             parts,
             FeatureMethod::ToolsCall,
