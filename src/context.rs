@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::auth::OperationScopes;
 use crate::jsonrpc::{RequestId, RpcError};
-use crate::protocol::{ClientInfo, ElicitResult, LogLevel, object};
+use crate::protocol::{ClientInfo, ElicitResult, LogLevel, Method, object};
 
 /// Why a server→client request did not produce an answer.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -116,7 +116,7 @@ impl Grants {
 
     /// Whether `method` (`tools/call`, `prompts/get`, `resources/read`) on `name` (a tool
     /// or prompt name as listed, or a canonical resource URI) is allowed.
-    pub fn allows(&self, method: &str, name: &str) -> bool {
+    pub fn allows(&self, method: Method, name: &str) -> bool {
         self.limited
             .as_ref()
             .is_none_or(|(rules, granted)| Self::holds(granted, rules.needed(method, name)))
@@ -335,13 +335,15 @@ impl RequestContext {
         params: Value,
     ) -> Result<Value, ClientRequestError> {
         let client = &self.inner.client;
-        let (declared, capability) = match method {
-            "elicitation/create" if params.get("mode").and_then(Value::as_str) == Some("url") => {
+        let (declared, capability) = match Method::parse(method) {
+            Some(Method::ElicitationCreate)
+                if params.get("mode").and_then(Value::as_str) == Some("url") =>
+            {
                 (client.supports_elicitation_url(), "elicitation")
             }
-            "elicitation/create" => (client.supports_elicitation_form(), "elicitation"),
-            "sampling/createMessage" => (client.supports_sampling(), "sampling"),
-            "roots/list" => (client.supports_roots(), "roots"),
+            Some(Method::ElicitationCreate) => (client.supports_elicitation_form(), "elicitation"),
+            Some(Method::SamplingCreateMessage) => (client.supports_sampling(), "sampling"),
+            Some(Method::RootsList) => (client.supports_roots(), "roots"),
             _ => (true, ""),
         };
         if !declared {

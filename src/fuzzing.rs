@@ -15,7 +15,8 @@ use crate::features::Features;
 use crate::features::resources::ResourceTemplate;
 use crate::features::tools::Tool;
 use crate::http::headers;
-use crate::protocol::{CallToolResult, LogLevel, ResourceContents};
+use crate::protocol::method::FeatureMethod;
+use crate::protocol::{CallToolResult, LogLevel, Method, ResourceContents};
 use crate::providers::placeholders::{self, ArgTemplate, Rendered};
 use crate::session::streams::{StreamRules, Streams};
 use crate::stateless::envelope;
@@ -197,17 +198,11 @@ pub fn check_modern_post(headers: &HeaderMap, body: &[u8], features: &Features) 
         Ok(decoded) => decoded,
         Err(e) => return ModernVerdict::Undecodable(e),
     };
-    let version = headers::protocol_version_value(headers);
-    let request = match (&decoded, version) {
-        (Body::Single(Message::Request(r)), Some(v)) if crate::stateless::takes_version(v) => r,
-        (_, Some(v)) if crate::stateless::takes_version(v) => return ModernVerdict::NotARequest,
-        (Body::Single(Message::Request(r)), None)
-            if headers::session_id(headers).is_none()
-                && crate::stateless::claims_modern(&r.method, r.params.as_ref()) =>
-        {
-            r
-        }
-        _ => return ModernVerdict::Handshake,
+    if !crate::http::post::is_stateless_post(headers, &decoded) {
+        return ModernVerdict::Handshake;
+    }
+    let Body::Single(Message::Request(request)) = &decoded else {
+        return ModernVerdict::NotARequest;
     };
     let params = request.params.as_ref();
     let envelope = match envelope::validate(headers, &request.method, params, features) {
@@ -225,23 +220,27 @@ pub fn check_modern_post(headers: &HeaderMap, body: &[u8], features: &Features) 
 /// references, resource URIs, tool arguments); their errors are answers, not failures.
 fn decode_feature_params(features: &Features, method: &str, params: Option<&Value>) {
     let all = crate::context::Grants::everything();
-    let _ = match method {
-        "tools/list" => features.list_tools(&all, params),
-        "resources/list" => features.list_resources(&all, params),
-        "resources/templates/list" => features.list_resource_templates(&all, params),
-        "prompts/list" => features.list_prompts(&all, params),
-        "completion/complete" => features.complete(&all, params),
-        "resources/read" => {
+    let Some(feature) = Method::parse(method).and_then(Method::feature) else {
+        return;
+    };
+    let _ = match feature {
+        FeatureMethod::ToolsList => features.list_tools(&all, params),
+        FeatureMethod::ResourcesList => features.list_resources(&all, params),
+        FeatureMethod::ResourcesTemplatesList => features.list_resource_templates(&all, params),
+        FeatureMethod::PromptsList => features.list_prompts(&all, params),
+        FeatureMethod::CompletionComplete => features.complete(&all, params),
+        FeatureMethod::ResourcesRead => {
             let uri = params.and_then(|p| p.get("uri")).and_then(Value::as_str);
             Ok(Value::Bool(uri.is_some_and(|u| features.knows_resource(u))))
         }
-        "tools/call" => Ok(Value::Bool(
+        // Getting a prompt runs its handler; its name is all the synchronous part reads.
+        FeatureMethod::PromptsGet => Ok(Value::Null),
+        FeatureMethod::ToolsCall => Ok(Value::Bool(
             crate::features::tools::call_arguments(
                 params.and_then(|p| p.get("arguments")).cloned(),
             )
             .is_some(),
         )),
-        _ => Ok(Value::Null),
     };
 }
 

@@ -21,7 +21,7 @@
 //! `use crate::` against this order):
 //!
 //! ```text
-//!  reload → server (composition only) → http → { session | stateless } → store
+//!  reload → server (composition only) → http → { session | stateless } → core → store
 //!         → { dispatch | providers | auth | audit } → features → context → events
 //!         → telemetry → config
 //!         → protocol → jsonrpc → metrics → { log_format | log_limit | keyed_counts }
@@ -38,10 +38,11 @@
 //! - [`stateless`] (2026-07-28) runs the same [`dispatch`] per request, without an actor,
 //!   and answers with a transport-neutral reply; elicitation and sampling become
 //!   `input_required` results there.
-//! - [`dispatch`] holds the method table; [`features`] the MCP feature logic, which knows
+//! - [`protocol::Method`] is every method, parsed once; [`dispatch`] routes the feature
+//!   methods; [`features`] the MCP feature logic, which knows
 //!   nothing of sessions; [`providers`] build features from the configuration.
-//! - Server-wide state is split by owner: `session::SessionEnv`, `stateless::ModernState`,
-//!   the [`events`] publisher, and the features a reload swaps; [`server`](Server) only
+//! - Server-wide state is split by owner: `core::Core` (what both eras read, one `Arc`
+//!   shared), `session::SessionEnv`, `stateless::ModernState`, the [`events`] publisher, and the features a reload swaps; [`server`](Server) only
 //!   composes them.
 //! - [`metrics`]: one Prometheus registry per server, recorded into by every layer and
 //!   served by the admin listener ([`Server::serve_admin`]).
@@ -77,6 +78,7 @@ pub mod audit;
 pub mod auth;
 pub mod config;
 pub mod context;
+mod core;
 pub mod dispatch;
 pub mod events;
 pub mod features;

@@ -103,7 +103,7 @@ fn labelled<const N: usize>(
 
 impl Metrics {
     /// Metrics of the node `node` (the `mcp_build_info` label), whose requests are counted
-    /// by `methods` (the method table's names; any other method counts as `other`).
+    /// by `methods` (`Method::metric_names`; any other method counts as `other`).
     pub fn new(node: &str, methods: impl IntoIterator<Item = &'static str>) -> Self {
         let methods: Box<[&'static str]> = methods.into_iter().chain(["other"]).collect();
         let mut registry = Registry::default();

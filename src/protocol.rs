@@ -4,11 +4,15 @@
 //! [`ProtocolVersion`]. Models follow the schema of `schema/<version>/schema.ts` with
 //! `camelCase` fields; open parts of the protocol (`_meta`, tool arguments) stay JSON values.
 
+pub mod method;
+
 use std::collections::HashMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+pub use method::Method;
 
 /// A handshake-era protocol revision this server supports, oldest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

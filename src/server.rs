@@ -21,6 +21,7 @@ use crate::audit::AuditLog;
 use crate::auth::{Authenticator, Principal};
 use crate::config::Config;
 use crate::context::RequestContext;
+use crate::core::Core;
 use crate::dispatch::identity::ServerIdentity;
 use crate::events::{EventSink, ServerEvent, ServerEvents};
 use crate::features::prompts::Prompt;
@@ -94,11 +95,11 @@ impl Server {
         }
     }
 
-    /// Fresh metrics for a server of `config`: its node id and the method table. Made
+    /// Fresh metrics for a server of `config`: its node id and the method rows. Made
     /// before the server when something built first records into them (the binary's
     /// provider runtime); hand them to [`ServerBuilder::metrics`].
     pub fn new_metrics(config: &Config) -> Arc<Metrics> {
-        let methods = crate::dispatch::methods::metric_names();
+        let methods = crate::protocol::Method::metric_names();
         Arc::new(Metrics::new(&config.server.node_id, methods))
     }
 
@@ -262,7 +263,8 @@ impl Server {
     /// finish on the features they started with. Nothing changes when `set` is invalid.
     pub fn replace_features(&self, set: FeatureSet) -> Result<ListChanges, BuildError> {
         // The upstreams' features are not the configuration's: they stay across reloads.
-        self.swap.replace(set, self.app.sessions.gateway.as_ref())
+        self.swap
+            .replace(set, self.app.sessions.core.gateway.as_ref())
     }
 }
 
@@ -387,28 +389,26 @@ impl ServerBuilder {
         let features = Arc::new(ArcSwap::from_pointee(features));
         let identity = Arc::new(ServerIdentity::new(&config));
         let (drain, shutdown) = (CancellationToken::new(), CancellationToken::new());
-        let mut sessions = SessionEnv::new(
-            Arc::clone(&config),
-            Arc::clone(&features),
-            Arc::clone(&identity),
-            drain.clone(),
-            shutdown.clone(),
-            Arc::clone(&metrics),
-        );
-        sessions.gateway = self.gateway.clone();
-        sessions.audit = audit.clone();
-        sessions.store = crate::store::SessionStore::open(&config.store, Arc::clone(&metrics))
+        let core = Arc::new(Core {
+            config: Arc::clone(&config),
+            features: Arc::clone(&features),
+            identity,
+            drain: drain.clone(),
+            shutdown: shutdown.clone(),
+            metrics: Arc::clone(&metrics),
+            gateway: self.gateway,
+            audit,
+        });
+        let store = crate::store::SessionStore::open(&config.store, Arc::clone(&metrics))
             .map_err(|e| BuildError(vec![e]))?
             .map(Arc::new);
-        let sessions = Arc::new(sessions);
+        let sessions = Arc::new(SessionEnv::new(Arc::clone(&core), store));
         let events = Arc::new(ServerEvents::new(
             vec![Arc::clone(&sessions) as Arc<dyn EventSink>],
             config.modern.listen_buffer,
         ));
         let modern = Arc::new(ModernState {
-            config: Arc::clone(&config),
-            features: Arc::clone(&features),
-            identity,
+            core: Arc::clone(&core),
             events: Arc::clone(&events),
             request_state,
             tasks: TaskStore::new(
@@ -420,11 +420,6 @@ impl ServerBuilder {
             call_permits: Arc::new(Semaphore::new(config.modern.max_in_flight)),
             principal_calls: KeyedCounts::default(),
             principal_listens: KeyedCounts::default(),
-            drain: drain.clone(),
-            shutdown: shutdown.clone(),
-            metrics: Arc::clone(&metrics),
-            gateway: self.gateway,
-            audit,
         });
         let app = Arc::new(AppState {
             edge: EdgeLimits::new(&config),
@@ -442,7 +437,7 @@ impl ServerBuilder {
             base: ArcSwap::from_pointee(base),
             page_size,
         });
-        if let Some(gateway) = &app.sessions.gateway {
+        if let Some(gateway) = &core.gateway {
             // Weak: the gateway lives inside the server, and must not keep it alive.
             let weak = Arc::downgrade(&swap);
             gateway.attach(Arc::clone(&events), move |gateway| {

@@ -18,6 +18,7 @@ const LAYERS: &[&[&str]] = &[
     &["server"],
     &["http"],
     &["session", "stateless"],
+    &["core"],
     &["store"],
     &["dispatch", "providers", "auth", "audit"],
     &["features"],
@@ -357,4 +358,92 @@ fn the_architecture_chart_names_every_layer_and_points_down() {
         upward.is_empty(),
         "edges that do not point down a layer: {upward:?}"
     );
+}
+
+/// Where a method name is read as a string outside `Method::parse`: a quoted name used as a
+/// `match` pattern (`"ping" =>`, `"a" | "b"`, `Some("a") =>`, `"a" if …`) or compared with
+/// `==` / `!=`. Building a message with a literal name stays allowed.
+fn method_name_matches(code: &str) -> Vec<(usize, String)> {
+    let names: Vec<String> = mcp_actor::protocol::Method::ALL
+        .iter()
+        .map(|m| format!("\"{}\"", m.as_str()))
+        .collect();
+    let mut found = Vec::new();
+    let lines = lines_outside_tests(code);
+    for (index, &(number, line)) in lines.iter().enumerate() {
+        let line = code_of(line);
+        // An arm split over lines: `"a"` alone, then `| "b" => …` on the next.
+        let next = lines
+            .get(index + 1)
+            .map_or("", |(_, l)| code_of(l).trim_start());
+        for name in &names {
+            let mut from = 0;
+            while let Some(at) = line[from..].find(name.as_str()) {
+                let (start, end) = (from + at, from + at + name.len());
+                from = end;
+                let before = line[..start].trim_end();
+                let after = line[end..].trim_start_matches([' ', ',', '_', ')']);
+                let alternative = |s: &str| s.ends_with('|') && !s.ends_with("||");
+                let after = if after.trim().is_empty() { next } else { after };
+                let pattern = after.starts_with("=>")
+                    || after.starts_with("==")
+                    || (after.starts_with('=') && !before.ends_with('='))
+                    || (after.starts_with('|') && !after.starts_with("||"))
+                    || after.starts_with("if ")
+                    || alternative(before);
+                let compared = before.ends_with("==")
+                    || before.ends_with("!=")
+                    || line[end..].trim_start().starts_with("==")
+                    || line[end..].trim_start().starts_with("!=");
+                if pattern || compared {
+                    found.push((number + 1, name.clone()));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The files that may match method names as strings: the one parser, and the binary's
+/// `mcp-actor call` client, which imports no layer of the library (it reads what a server
+/// sends it over HTTP).
+fn may_match_method_names(src: &Path, file: &Path) -> bool {
+    let relative = file.strip_prefix(src).unwrap_or(file);
+    relative == Path::new("protocol/method.rs") || relative.starts_with("call")
+}
+
+#[test]
+fn method_names_are_matched_only_by_method_parse() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut violations = Vec::new();
+    for file in files.iter().filter(|f| !may_match_method_names(&src, f)) {
+        let text = std::fs::read_to_string(file).expect("read source");
+        for (line, name) in method_name_matches(&text) {
+            violations.push(format!("{}:{line}: {name}", file.display()));
+        }
+    }
+    assert!(
+        violations.is_empty(),
+        "{} method names matched as strings; parse them with Method::parse and match the \
+         enum:\n{}",
+        violations.len(),
+        violations.join("\n")
+    );
+}
+
+#[test]
+fn the_method_name_check_catches_planted_matches() {
+    let planted = "fn f(m: &str) -> u8 {\n    match m {\n        \"tools/call\" => 1,\n        \
+                   \"ping\"\n        | \"initialize\" => 2,\n        _ => 0,\n    }\n}\n\
+                   fn g(m: &str) -> bool { m == \"tasks/get\" || Some(\"roots/list\") == None }\n\
+                   fn h(m: Option<&str>) { if let Some(\"notifications/progress\") = m {} }\n\
+                   fn ok() -> serde_json::Value { json!({ \"method\": \"tools/call\" }) }\n\
+                   #[cfg(test)]\nmod tests {\n    fn t(m: &str) -> bool { m == \"ping\" }\n}\n";
+    let found: Vec<usize> = method_name_matches(planted)
+        .into_iter()
+        .map(|(line, _)| line)
+        .collect();
+    assert_eq!(found, vec![3, 4, 5, 9, 9, 10], "{found:?}");
 }

@@ -21,12 +21,16 @@ use crate::config::audit::AuditSection;
 use crate::features::Features;
 use crate::jsonrpc::RpcError;
 use crate::metrics::Metrics;
+use crate::protocol::method::FeatureMethod;
 use line::{Line, Outcome};
 pub use writer::reopen_all;
 
 /// The methods that get a line: the ones that run a tool, a prompt or a resource read.
-fn audited(method: &str) -> bool {
-    matches!(method, "tools/call" | "prompts/get" | "resources/read")
+fn audited(method: FeatureMethod) -> bool {
+    matches!(
+        method,
+        FeatureMethod::ToolsCall | FeatureMethod::PromptsGet | FeatureMethod::ResourcesRead
+    )
 }
 
 /// The server's audit log: a cheap handle, off unless `[audit] path` is set.
@@ -86,67 +90,74 @@ impl AuditLog {
         Ok(AuditLog(Some(writer)))
     }
 
-    /// Runs `handler` with `params` and records its line when `method` is audited. The
-    /// arguments are redacted before the handler takes them; a handler whose task is
-    /// aborted (DELETE, cancellation) still leaves a line, with outcome `cancelled`.
-    pub async fn around<F, Fut>(
+    /// Starts the line of a request about to run, when `method` is audited: the arguments
+    /// are redacted now, before the handler takes them. [`Pending::finish`] writes it with
+    /// the outcome; a handler whose task is aborted (DELETE, cancellation) drops it
+    /// unfinished, which still writes it, with outcome `cancelled`.
+    pub fn begin(
         &self,
         features: &Features,
         requester: Requester<'_>,
-        method: &str,
-        params: Option<Value>,
-        handler: F,
-    ) -> Result<Value, RpcError>
-    where
-        F: FnOnce(Option<Value>) -> Fut,
-        Fut: Future<Output = Result<Value, RpcError>>,
-    {
+        method: FeatureMethod,
+        params: Option<&Value>,
+    ) -> Pending {
         let Some(writer) = self.0.as_ref().filter(|_| audited(method)) else {
-            return handler(params).await;
+            return Pending(None);
         };
-        let (name, arguments) = redact::subject(features, method, params.as_ref(), writer.redact());
-        let mut pending = Pending {
-            writer,
-            line: Some(Line {
+        let (name, arguments) = redact::subject(features, method, params, writer.redact());
+        Pending(Some(PendingLine {
+            writer: Arc::clone(writer),
+            line: Line {
                 time: SystemTime::now(),
                 node: writer.node(),
                 principal: requester.principal.to_string(),
                 session: requester.session.map(str::to_string),
-                method: method.to_string(),
+                method: method.method().as_str().to_string(),
                 name,
                 arguments,
                 outcome: Outcome::Cancelled,
                 duration_ms: 0.0,
-                trace_id: trace_id_of(params.as_ref(), requester.traceparent),
-            }),
+                trace_id: trace_id_of(params, requester.traceparent),
+            },
             started: Instant::now(),
-        };
-        let outcome = handler(params).await;
-        pending.finish(Outcome::of(&outcome));
-        outcome
+        }))
     }
 }
 
-/// A line waiting for its handler's outcome; written when dropped unfinished too.
-struct Pending<'a> {
-    writer: &'a writer::Writer,
-    line: Option<Line>,
+/// A line waiting for its handler's outcome (nothing when the request is not audited);
+/// written when dropped unfinished too.
+#[must_use = "a pending audit line is written when finished or dropped"]
+pub struct Pending(Option<PendingLine>);
+
+struct PendingLine {
+    writer: Arc<writer::Writer>,
+    line: Line,
     started: Instant,
 }
 
-impl Pending<'_> {
-    fn finish(&mut self, outcome: Outcome) {
-        if let Some(mut line) = self.line.take() {
+impl Pending {
+    /// Writes the line with the handler's outcome.
+    pub fn finish(mut self, outcome: &Result<Value, RpcError>) {
+        self.write(Outcome::of(outcome));
+    }
+
+    fn write(&mut self, outcome: Outcome) {
+        if let Some(PendingLine {
+            writer,
+            mut line,
+            started,
+        }) = self.0.take()
+        {
             line.outcome = outcome;
-            line.duration_ms = self.started.elapsed().as_secs_f64() * 1000.0;
-            self.writer.write(line);
+            line.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+            writer.write(line);
         }
     }
 }
 
-impl Drop for Pending<'_> {
+impl Drop for Pending {
     fn drop(&mut self) {
-        self.finish(Outcome::Cancelled);
+        self.write(Outcome::Cancelled);
     }
 }
 

@@ -11,21 +11,22 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use crate::features::Features;
+use crate::protocol::method::FeatureMethod;
 
 pub(super) const REDACTED: &str = "[redacted]";
 
 /// The name (tool, prompt or URI) and the redacted arguments of an audited request.
 pub(super) fn subject(
     features: &Features,
-    method: &str,
+    method: FeatureMethod,
     params: Option<&Value>,
     keys: &BTreeSet<String>,
 ) -> (Option<String>, Value) {
     let field = |key: &str| params.and_then(|p| p.get(key));
     let text = |key: &str| field(key).and_then(Value::as_str).map(str::to_string);
     match method {
-        "resources/read" => (text("uri"), Value::Null),
-        "tools/call" => {
+        FeatureMethod::ResourcesRead => (text("uri"), Value::Null),
+        FeatureMethod::ToolsCall => {
             let name = text("name");
             let tool = name.as_deref().and_then(|n| features.tool(n));
             let schema = tool.and_then(|t| t.descriptor().get("inputSchema"));

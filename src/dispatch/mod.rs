@@ -1,23 +1,27 @@
 //! Method routing for the feature methods, shared by every transport path.
 //!
-//! [`methods`] is the table of every method; the session actor answers the ones that read or
-//! change session state itself and hands the feature methods to [`dispatch`], which runs in
-//! a spawned task through [`run_guarded`]. Nothing here knows about sessions or HTTP, so the
+//! [`Method`] says who answers each method; the session actor answers the ones that read or
+//! change session state itself and hands the feature methods to [`dispatch`], which runs
+//! through [`run_handler`] on every path. Nothing here knows about sessions or HTTP, so the
 //! stateless 2026-07-28 path calls it as is.
 
 pub mod identity;
-pub mod methods;
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
 use futures_util::FutureExt;
 use serde_json::Value;
+use tracing::Instrument;
 
-use crate::context::RequestContext;
+use crate::context::{ContextParts, RequestContext};
 use crate::features::Features;
-use crate::jsonrpc::RpcError;
+use crate::jsonrpc::{RequestId, RpcError};
 use crate::log_limit::warn_limited;
 use crate::metrics::Metrics;
+use crate::protocol::Method;
+use crate::protocol::method::FeatureMethod;
 use crate::telemetry;
 
 /// Runs one feature method and returns its result. `params` is taken by value so tool
@@ -25,34 +29,35 @@ use crate::telemetry;
 pub async fn dispatch(
     features: &Features,
     ctx: RequestContext,
-    method: &str,
+    method: FeatureMethod,
     params: Option<Value>,
 ) -> Result<Value, RpcError> {
-    if method == "tools/call" {
-        return features.call_tool(ctx, params).await;
-    }
-    let params = params.as_ref();
+    let grants = ctx.grants();
     match method {
-        "tools/list" => features.list_tools(ctx.grants(), params),
-        "resources/list" => features.list_resources(ctx.grants(), params),
-        "resources/templates/list" => features.list_resource_templates(ctx.grants(), params),
-        "resources/read" => features.read_resource(ctx, params).await,
-        "prompts/list" => features.list_prompts(ctx.grants(), params),
-        "prompts/get" => features.get_prompt(ctx, params).await,
-        "completion/complete" => features.complete(ctx.grants(), params),
-        other => Err(RpcError::method_not_found(other)),
+        FeatureMethod::ToolsCall => features.call_tool(ctx, params).await,
+        FeatureMethod::ToolsList => features.list_tools(grants, params.as_ref()),
+        FeatureMethod::ResourcesList => features.list_resources(grants, params.as_ref()),
+        FeatureMethod::ResourcesTemplatesList => {
+            features.list_resource_templates(grants, params.as_ref())
+        }
+        FeatureMethod::ResourcesRead => features.read_resource(ctx, params.as_ref()).await,
+        FeatureMethod::PromptsList => features.list_prompts(grants, params.as_ref()),
+        FeatureMethod::PromptsGet => features.get_prompt(ctx, params.as_ref()).await,
+        FeatureMethod::CompletionComplete => features.complete(grants, params.as_ref()),
     }
 }
 
-/// The span a handler task runs in: every log line of the handler (a command tool's
-/// failure, a refused file read) carries the node, session, method and request id. With
-/// `[telemetry]` on it is also the request's SERVER span ([`telemetry::describe`]), whose
-/// parent is the trace context in `params._meta`.
+/// The span a handler runs in: every log line of the handler (a command tool's failure, a
+/// refused file read) carries the node, session, method, its target (tool or prompt name,
+/// resource URI, task id), request id and protocol revision. With `[telemetry]` on it is
+/// also the request's SERVER span ([`telemetry::describe`]), whose parent is the trace
+/// context in `params._meta`.
 pub fn request_span(
     node: &str,
+    method: Method,
+    target: Option<&str>,
     session: Option<&str>,
-    method: &str,
-    request_id: &crate::jsonrpc::RequestId,
+    request_id: &RequestId,
     version: &str,
     params: Option<&Value>,
 ) -> tracing::Span {
@@ -62,8 +67,10 @@ pub fn request_span(
         "request",
         node,
         session = session.unwrap_or(""),
-        method,
+        method = method.as_str(),
+        target = target.unwrap_or(""),
         request_id = %request_id,
+        version,
         otel.name = tracing::field::Empty,
         otel.kind = tracing::field::Empty,
     );
@@ -78,6 +85,41 @@ pub fn request_span(
     span
 }
 
+/// The one way a feature method runs, on every path (a session's spawned task, a
+/// 2026-07-28 request's own future, a task's run): its context, its span, and
+/// [`run_guarded`]. The span is made before this returns, so `node`, `version` and `sent`
+/// are only borrowed; the future owns the rest and may be spawned. `sent` is the request's
+/// params as the client sent them, `_meta` included, for the span's trace context, when
+/// the handler's `params` are not those (a 2026-07-28 handler's have the envelope taken
+/// out).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_handler(
+    features: Arc<Features>,
+    metrics: Arc<Metrics>,
+    node: &str,
+    version: &str,
+    parts: ContextParts,
+    method: FeatureMethod,
+    sent: Option<&Value>,
+    params: Option<Value>,
+) -> impl Future<Output = Result<Value, RpcError>> + Send + 'static {
+    let method_target = method.method().target();
+    let target = method_target
+        .and_then(|t| params.as_ref()?.get(t.field())?.as_str())
+        .map(str::to_owned);
+    let span = request_span(
+        node,
+        method.method(),
+        target.as_deref(),
+        parts.session_id.as_deref(),
+        &parts.request_id,
+        version,
+        sent.or(params.as_ref()),
+    );
+    let ctx = RequestContext::new(parts);
+    async move { run_guarded(&features, &metrics, ctx, method, params).await }.instrument(span)
+}
+
 /// [`dispatch`], with a handler that panics turned into an internal error (logged,
 /// rate-limited) instead of a task that ends without an answer. A `tools/call` counts in
 /// `mcp_tools_in_flight` while it runs, on every path.
@@ -85,10 +127,10 @@ pub async fn run_guarded(
     features: &Features,
     metrics: &Metrics,
     ctx: RequestContext,
-    method: &str,
+    method: FeatureMethod,
     params: Option<Value>,
 ) -> Result<Value, RpcError> {
-    let _running = (method == "tools/call").then(|| metrics.tool_running());
+    let _running = (method == FeatureMethod::ToolsCall).then(|| metrics.tool_running());
     // A cheap handle for the log line of the rare panic (one reference count).
     let about = ctx.clone();
     let outcome = AssertUnwindSafe(dispatch(features, ctx, method, params))

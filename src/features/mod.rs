@@ -44,7 +44,7 @@ use serde_json::{Map, Value, json};
 use crate::config::resource_uri::{canonical_resource_uri, canonical_uri_prefix};
 use crate::context::{Grants, RequestContext};
 use crate::jsonrpc::{RpcError, params_object};
-use crate::protocol::Arguments;
+use crate::protocol::{Arguments, Method};
 use prompts::Prompt;
 use resources::{Resource, ResourceError, ResourceTemplate};
 use tools::Tool;
@@ -203,7 +203,7 @@ impl Features {
         let shown = self
             .tools
             .iter()
-            .filter(|t| grants.allows("tools/call", t.name()));
+            .filter(|t| grants.allows(Method::ToolsCall, t.name()));
         pages::page(self.page_size, params, "tools", shown.map(Tool::descriptor))
     }
 
@@ -236,7 +236,8 @@ impl Features {
         params: Option<&Value>,
     ) -> Result<Value, RpcError> {
         let shown = self.resources.iter().filter(|r| {
-            canonical_resource_uri(&r.uri).is_ok_and(|uri| grants.allows("resources/read", &uri))
+            canonical_resource_uri(&r.uri)
+                .is_ok_and(|uri| grants.allows(Method::ResourcesRead, &uri))
         });
         pages::page(
             self.page_size,
@@ -314,7 +315,7 @@ impl Features {
         let shown = self
             .prompts
             .iter()
-            .filter(|p| grants.allows("prompts/get", &p.name));
+            .filter(|p| grants.allows(Method::PromptsGet, &p.name));
         pages::page(
             self.page_size,
             params,
@@ -369,7 +370,7 @@ impl Features {
                     .prompt_index
                     .get(name)
                     .map(|&i| &self.prompts[i])
-                    .filter(|_| grants.allows("prompts/get", name))
+                    .filter(|_| grants.allows(Method::PromptsGet, name))
                     .ok_or_else(|| RpcError::invalid_params(format!("unknown prompt: {name:?}")))?;
                 prompt.completer.clone()
             }

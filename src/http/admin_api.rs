@@ -277,6 +277,7 @@ async fn list_tasks(State(state): State<Arc<AppState>>) -> Response {
 async fn list_upstreams(State(state): State<Arc<AppState>>) -> Response {
     let upstreams = state
         .sessions
+        .core
         .gateway
         .as_ref()
         .map_or_else(Vec::new, |g| g.describe_for_admin());

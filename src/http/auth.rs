@@ -19,6 +19,8 @@ use crate::context::Grants;
 use crate::http::AppState;
 use crate::http::error::HttpError;
 use crate::jsonrpc::{Message, RpcError, codes};
+use crate::protocol::Method;
+use crate::protocol::method::ScopeTable;
 use crate::session::Owner;
 use crate::stateless::Caller;
 
@@ -95,9 +97,12 @@ impl AppState {
             let Message::Request(request) = message else {
                 continue;
             };
-            for (method, name) in operations(&request.method, request.params.as_ref()) {
+            let Some(method) = Method::parse(&request.method) else {
+                continue;
+            };
+            for (method, name) in operations(method, request.params.as_ref()) {
                 let canonical;
-                let name = if method.starts_with("resources/") {
+                let name = if method.scope_table() == Some(ScopeTable::Resources) {
                     canonical = canonical_resource_uri(name).map_err(|e| {
                         HttpError::bad_request(RpcError::invalid_params(format!(
                             "{} refused: {e}",
@@ -135,23 +140,24 @@ impl AppState {
 /// What a request does that `[auth.scopes]` may restrict, as (method, name) pairs: the
 /// tool, prompt or resource it names, and for `subscriptions/listen` each resource it
 /// subscribes to (counted as `resources/subscribe`).
-fn operations<'a>(method: &'a str, params: Option<&'a Value>) -> Vec<(&'a str, &'a str)> {
+fn operations(method: Method, params: Option<&Value>) -> Vec<(Method, &str)> {
     let text = |key: &str| params.and_then(|p| p.get(key)).and_then(Value::as_str);
-    match method {
-        "tools/call" | "prompts/get" => vec![(method, text("name").unwrap_or_default())],
-        "resources/read" | "resources/subscribe" => {
-            vec![(method, text("uri").unwrap_or_default())]
-        }
-        "subscriptions/listen" => params
+    if method == Method::SubscriptionsListen {
+        return params
             .and_then(|p| p.pointer("/notifications/resourceSubscriptions"))
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
             .filter_map(Value::as_str)
-            .map(|uri| ("resources/subscribe", uri))
-            .collect(),
-        _ => Vec::new(),
+            .map(|uri| (Method::ResourcesSubscribe, uri))
+            .collect();
     }
+    let field = match method.scope_table() {
+        Some(ScopeTable::Tools | ScopeTable::Prompts) => "name",
+        Some(ScopeTable::Resources) => "uri",
+        None => return Vec::new(),
+    };
+    vec![(method, text(field).unwrap_or_default())]
 }
 
 /// 401 with the challenge: where the metadata is, which scopes exist, and for a token that
@@ -225,6 +231,7 @@ async fn metadata(State(state): State<Arc<AppState>>) -> Response {
 #[cfg(test)]
 mod tests {
     use super::{operations, quotable};
+    use crate::protocol::Method;
     use serde_json::json;
 
     #[test]
@@ -232,18 +239,18 @@ mod tests {
         let params = json!({ "notifications": { "toolsListChanged": true,
             "resourceSubscriptions": ["file:///a", "file:///secret/b"] } });
         assert_eq!(
-            operations("subscriptions/listen", Some(&params)),
+            operations(Method::SubscriptionsListen, Some(&params)),
             vec![
-                ("resources/subscribe", "file:///a"),
-                ("resources/subscribe", "file:///secret/b")
+                (Method::ResourcesSubscribe, "file:///a"),
+                (Method::ResourcesSubscribe, "file:///secret/b")
             ]
         );
         let call = json!({ "name": "deploy" });
         assert_eq!(
-            operations("tools/call", Some(&call)),
-            vec![("tools/call", "deploy")]
+            operations(Method::ToolsCall, Some(&call)),
+            vec![(Method::ToolsCall, "deploy")]
         );
-        assert!(operations("tools/list", None).is_empty());
+        assert!(operations(Method::ToolsList, None).is_empty());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! missing session id, 403 for Origin/Host, 404 for an unknown or ended session, 405, 406,
 //! 408, 413, 415; plus 429 and 503 (with `Retry-After`) for our own limits, and 410 for a
 //! `Last-Event-ID` the replay log no longer covers. 2026-07-28 replies map their JSON-RPC
-//! error codes with [`modern_status`]; their refusals convert in `http::modern`.
+//! error codes with [`modern_status`], and their refusals convert here too.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -15,6 +15,7 @@ use crate::log_limit::LogLimiter;
 use crate::metrics::{Limit, Metrics};
 use crate::session::SessionError;
 use crate::session::streams::ReplayError;
+use crate::stateless::Refusal;
 
 #[derive(Debug)]
 pub(crate) struct HttpError {
@@ -233,5 +234,42 @@ impl IntoResponse for HttpError {
             headers.insert(header::WWW_AUTHENTICATE, value);
         }
         response
+    }
+}
+
+impl From<Refusal> for HttpError {
+    fn from(refusal: Refusal) -> Self {
+        let message = refusal.to_string();
+        let code = codes::SERVER_ERROR;
+        match refusal {
+            Refusal::TooManyCalls { .. } => {
+                HttpError::new(StatusCode::TOO_MANY_REQUESTS, code, message)
+                    .retry_after(1)
+                    .limit(Limit::ModernMaxInFlight)
+            }
+            Refusal::TooManyListenStreams { .. } => {
+                HttpError::new(StatusCode::SERVICE_UNAVAILABLE, code, message)
+                    .retry_after(5)
+                    .limit(Limit::MaxListenStreams)
+            }
+            Refusal::PrincipalBusy { .. } => {
+                HttpError::new(StatusCode::TOO_MANY_REQUESTS, code, message)
+                    .retry_after(1)
+                    .limit(Limit::PrincipalInFlight)
+            }
+            Refusal::PrincipalListening { .. } => {
+                HttpError::new(StatusCode::TOO_MANY_REQUESTS, code, message)
+                    .retry_after(5)
+                    .limit(Limit::PrincipalListenStreams)
+            }
+            Refusal::Draining => HttpError::new(StatusCode::SERVICE_UNAVAILABLE, code, message)
+                .retry_after(1)
+                .limit(Limit::Draining),
+            Refusal::ListenNeedsEventStream => HttpError::new(
+                StatusCode::NOT_ACCEPTABLE,
+                code,
+                "Not Acceptable: subscriptions/listen answers with an SSE stream; accept text/event-stream",
+            ),
+        }
     }
 }

@@ -7,8 +7,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::http::error::{self, HttpError};
 use crate::http::{AppState, reply};
-use crate::metrics::Limit;
-use crate::stateless::{Refusal, Reply};
+use crate::stateless::Reply;
 
 pub(crate) fn respond(reply: Reply, state: &AppState) -> Response {
     match reply {
@@ -20,42 +19,5 @@ pub(crate) fn respond(reply: Reply, state: &AppState) -> Response {
             reply::sse_of_messages(messages, &state.config.http, &state.metrics)
         }
         Reply::Refused(refusal) => HttpError::from(refusal).respond(&state.metrics),
-    }
-}
-
-impl From<Refusal> for HttpError {
-    fn from(refusal: Refusal) -> Self {
-        let message = refusal.to_string();
-        let code = crate::jsonrpc::codes::SERVER_ERROR;
-        match refusal {
-            Refusal::TooManyCalls { .. } => {
-                HttpError::new(StatusCode::TOO_MANY_REQUESTS, code, message)
-                    .retry_after(1)
-                    .limit(Limit::ModernMaxInFlight)
-            }
-            Refusal::TooManyListenStreams { .. } => {
-                HttpError::new(StatusCode::SERVICE_UNAVAILABLE, code, message)
-                    .retry_after(5)
-                    .limit(Limit::MaxListenStreams)
-            }
-            Refusal::PrincipalBusy { .. } => {
-                HttpError::new(StatusCode::TOO_MANY_REQUESTS, code, message)
-                    .retry_after(1)
-                    .limit(Limit::PrincipalInFlight)
-            }
-            Refusal::PrincipalListening { .. } => {
-                HttpError::new(StatusCode::TOO_MANY_REQUESTS, code, message)
-                    .retry_after(5)
-                    .limit(Limit::PrincipalListenStreams)
-            }
-            Refusal::Draining => HttpError::new(StatusCode::SERVICE_UNAVAILABLE, code, message)
-                .retry_after(1)
-                .limit(Limit::Draining),
-            Refusal::ListenNeedsEventStream => HttpError::new(
-                StatusCode::NOT_ACCEPTABLE,
-                code,
-                "Not Acceptable: subscriptions/listen answers with an SSE stream; accept text/event-stream",
-            ),
-        }
     }
 }

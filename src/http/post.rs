@@ -1,5 +1,8 @@
-//! POST on the MCP endpoint: `initialize` starts a session; every other message goes to its
-//! session's actor (spec `basic/transports.mdx`, "Sending Messages to the Server").
+//! POST on the MCP endpoint. One prelude (the headers, the principal, the body, and which
+//! era the POST belongs to), then one of two paths: `post_session`, where `initialize`
+//! starts a session and every other message goes to its session's actor (spec
+//! `basic/transports.mdx`, "Sending Messages to the Server"), or `post_stateless`, which
+//! hands a 2026-07-28 request to [`stateless::serve`].
 
 use std::sync::Arc;
 
@@ -13,6 +16,7 @@ use crate::http::{AppState, headers, limits, modern, reply};
 use crate::jsonrpc::{self, DecodeCap, DecodeError, Message, RpcError, codes};
 use crate::log_limit::LogLimiter;
 use crate::metrics::Limit;
+use crate::protocol::Method;
 use crate::session::{self, actor::PostOutcome};
 use crate::stateless;
 use crate::telemetry;
@@ -44,7 +48,43 @@ pub(crate) async fn post(
 /// What the checks before the body established.
 struct Admitted {
     principal: crate::auth::Principal,
-    modern_header: bool,
+    era: EraHint,
+}
+
+/// Which era a POST belongs to, as far as its headers tell (`shared/spec/stateless-2026-07-28.md`
+/// §1.4). A `MCP-Protocol-Version` decides before the body is read, since the two eras
+/// accept different `Accept` headers; without one, the body decides once it is decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EraHint {
+    /// A version that is no handshake revision, unknown ones included.
+    Stateless,
+    /// A handshake revision.
+    Session,
+    /// No version header.
+    FromBody,
+}
+
+impl EraHint {
+    fn of(headers: &HeaderMap) -> Self {
+        match headers::protocol_version_value(headers) {
+            Some(v) if stateless::takes_version(v) => EraHint::Stateless,
+            Some(_) => EraHint::Session,
+            None => EraHint::FromBody,
+        }
+    }
+
+    /// Whether the POST is a 2026-07-28 one: without a version header, a single
+    /// non-initialize request without a session that claims the revision in `_meta`.
+    fn is_stateless(self, session_id: Option<&str>, body: &jsonrpc::Body) -> bool {
+        match (self, body) {
+            (EraHint::Stateless, _) => true,
+            (EraHint::Session, _) => false,
+            (EraHint::FromBody, jsonrpc::Body::Single(Message::Request(r))) => {
+                session_id.is_none() && stateless::claims_modern(&r.method, r.params.as_ref())
+            }
+            (EraHint::FromBody, _) => false,
+        }
+    }
 }
 
 /// The checks that need only the headers (Host and Origin, the initialize rate per
@@ -57,8 +97,8 @@ async fn admit(
     peer: Option<std::net::SocketAddr>,
 ) -> Result<Admitted, HttpError> {
     headers::check_host_and_origin(headers, uri, &state.config.http)?;
-    let modern_header =
-        headers::protocol_version_value(headers).is_some_and(stateless::takes_version);
+    let era = EraHint::of(headers);
+    let modern_header = era == EraHint::Stateless;
     if headers::session_id(headers).is_none() && !modern_header {
         // Only initialize starts here: counted per address before any work, tokens included.
         state
@@ -72,10 +112,7 @@ async fn admit(
     }
     headers::check_content_type(headers)?;
     let principal = state.principal(headers).await?;
-    Ok(Admitted {
-        principal,
-        modern_header,
-    })
+    Ok(Admitted { principal, era })
 }
 
 /// A refusal sent before the body was read. hyper cannot reuse a connection whose request
@@ -92,21 +129,8 @@ fn refused_unread(mut response: Response, drained: bool) -> Response {
     response
 }
 
-/// Whether a POST belongs to the stateless 2026-07-28 path (`shared/spec/stateless-2026-07-28.md`
-/// §1.4): a `MCP-Protocol-Version` that is no handshake revision, or, without that header and
-/// without a session, a single non-initialize request claiming the revision in `_meta`.
-fn is_modern_post(headers: &HeaderMap, session_id: Option<&str>, body: &jsonrpc::Body) -> bool {
-    if let Some(version) = headers::protocol_version_value(headers) {
-        return stateless::takes_version(version);
-    }
-    match body {
-        jsonrpc::Body::Single(Message::Request(r)) => {
-            session_id.is_none() && stateless::claims_modern(&r.method, r.params.as_ref())
-        }
-        _ => false,
-    }
-}
-
+/// The prelude every POST shares: the body, read and decoded within bounds, the scopes its
+/// requests need, and the era it belongs to, decided once.
 async fn handle_post(
     state: &Arc<AppState>,
     headers: &HeaderMap,
@@ -114,11 +138,7 @@ async fn handle_post(
     body: Body,
 ) -> Result<Response, HttpError> {
     let config = &state.config.http;
-    let Admitted {
-        principal,
-        modern_header,
-    } = admitted;
-    let session_id = headers::session_id(headers);
+    let Admitted { principal, era } = admitted;
     let bytes = tokio::time::timeout(
         config.body_timeout,
         read_body(headers, body, config.max_body_bytes),
@@ -159,7 +179,7 @@ async fn handle_post(
             }
             return Err(HttpError::bad_request(e).limit(limit));
         }
-        Err(DecodeError::Malformed(e)) if modern_header => {
+        Err(DecodeError::Malformed(e)) if era == EraHint::Stateless => {
             return Ok(modern::respond(stateless::Reply::error(None, e), state));
         }
         Err(DecodeError::Malformed(e)) => return Err(HttpError::bad_request(e)),
@@ -170,26 +190,57 @@ async fn handle_post(
     let mut decoded = decoded;
     telemetry::adopt_header_context(headers, &mut decoded);
     state.check_scopes(&principal, decoded.messages())?;
-    if is_modern_post(headers, session_id, &decoded) {
-        let mut caller = state.caller(&principal);
-        caller.traceparent = headers::traceparent(headers);
-        let transport = stateless::Transport {
-            caller: &caller,
-            fields: headers,
-            version: headers::protocol_version_value(headers),
-            accepts_stream: headers::check_get_accept(headers).is_ok(),
-        };
-        let permit = state.edge.sse_permit(&principal.key)?;
-        let reply = stateless::serve(&state.modern, transport, decoded).await;
-        return Ok(limits::hold(modern::respond(reply, state), permit));
+    if era.is_stateless(headers::session_id(headers), &decoded) {
+        post_stateless(state, headers, &principal, decoded).await
+    } else {
+        post_session(state, headers, &principal, decoded).await
     }
+}
+
+/// Whether a POST with these headers and this decoded body takes the 2026-07-28 path: the
+/// classifier `handle_post` uses, for the fuzz targets.
+#[cfg(fuzzing)]
+pub(crate) fn is_stateless_post(headers: &HeaderMap, body: &jsonrpc::Body) -> bool {
+    EraHint::of(headers).is_stateless(headers::session_id(headers), body)
+}
+
+/// A 2026-07-28 POST: one request, served without a session.
+async fn post_stateless(
+    state: &Arc<AppState>,
+    headers: &HeaderMap,
+    principal: &crate::auth::Principal,
+    decoded: jsonrpc::Body,
+) -> Result<Response, HttpError> {
+    let mut caller = state.caller(principal);
+    caller.traceparent = headers::traceparent(headers);
+    let transport = stateless::Transport {
+        caller: &caller,
+        fields: headers,
+        version: headers::protocol_version_value(headers),
+        accepts_stream: headers::check_get_accept(headers).is_ok(),
+    };
+    let permit = state.edge.sse_permit(&principal.key)?;
+    let reply = stateless::serve(&state.modern, transport, decoded).await;
+    Ok(limits::hold(modern::respond(reply, state), permit))
+}
+
+/// A handshake-era POST: `initialize` starts a session, anything else goes to the
+/// session its `Mcp-Session-Id` names.
+async fn post_session(
+    state: &Arc<AppState>,
+    headers: &HeaderMap,
+    principal: &crate::auth::Principal,
+    decoded: jsonrpc::Body,
+) -> Result<Response, HttpError> {
+    let config = &state.config.http;
+    let session_id = headers::session_id(headers);
     headers::protocol_version(headers)?;
     let is_batch = matches!(decoded, jsonrpc::Body::Batch(_));
 
     let initialize = decoded
         .messages()
         .iter()
-        .any(|m| matches!(m, Message::Request(r) if r.method == "initialize"));
+        .any(|m| matches!(m, Message::Request(r) if Method::parse(&r.method) == Some(Method::Initialize)));
     if initialize {
         if is_batch {
             return Err(HttpError::bad_request(RpcError::invalid_request(
@@ -197,7 +248,7 @@ async fn handle_post(
             )));
         }
         if let Some(id) = session_id {
-            state.session(id, &principal).await?;
+            state.session(id, principal).await?;
             return Err(HttpError::bad_request(RpcError::invalid_request(
                 "Invalid Request: this session is already initialized; send initialize without Mcp-Session-Id to start a new session",
             )));
@@ -210,7 +261,7 @@ async fn handle_post(
         if state.auth.is_some() {
             state.edge.initialize_by(&principal.key)?;
         }
-        let owner = state.owner(&principal);
+        let owner = state.owner(principal);
         let (handle, body) = session::initialize(&state.sessions, &request, &owner)?;
         let mut response = reply::json(StatusCode::OK, body);
         if let Ok(value) = HeaderValue::from_str(&handle.id) {
@@ -220,7 +271,7 @@ async fn handle_post(
     }
 
     let id = headers::require_session_id(headers)?;
-    let handle = state.session(id, &principal).await?;
+    let handle = state.session(id, principal).await?;
     if is_batch && !handle.version.allows_batches() {
         return Err(HttpError::bad_request(RpcError::invalid_request(format!(
             "JSON-RPC batches are only accepted in 2025-03-26 sessions; this session speaks {}: send one message per POST",
@@ -234,7 +285,7 @@ async fn handle_post(
     let permit = has_requests
         .then(|| state.edge.sse_permit(&principal.key))
         .transpose()?;
-    let grants = state.grants(&principal);
+    let grants = state.grants(principal);
     let traceparent = headers::traceparent(headers);
     match (
         handle

@@ -47,7 +47,7 @@ pub(super) async fn drain_then_shut_down(
     shutdown.cancel();
     // Every session has ended, so every upstream connection is stopping: wait for their
     // processes (stdin closed, SIGTERM, SIGKILL: at most twice the grace period).
-    if let Some(gateway) = &app.sessions.gateway {
+    if let Some(gateway) = &app.sessions.core.gateway {
         let grace = app.config.gateway.shutdown_grace;
         gateway
             .shutdown(grace * 2 + std::time::Duration::from_secs(1))

@@ -16,24 +16,22 @@ use std::collections::HashSet;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
-use tracing::{Instrument, debug, info};
+use tracing::{debug, info};
 
 use crate::audit::Requester;
-use crate::context::{
-    ClientLink, ClientRequestError, ContextParts, Grants, Notice, RequestContext,
-};
-use crate::dispatch::methods::{answered_by_session_actor, metric_label};
-use crate::dispatch::{request_span, run_guarded};
+use crate::context::{ClientLink, ClientRequestError, ContextParts, Grants, Notice};
+use crate::dispatch::run_handler;
 use crate::events::ServerEvent;
 use crate::jsonrpc::{self, Message, Notification, Request, RequestId, Response, RpcError};
 use crate::log_limit::warn_limited;
 use crate::metrics::RequestTimer;
-use crate::protocol::{ClientInfo, LogLevel, ProtocolVersion, progress_token};
+use crate::protocol::method::{ClientNotification, FeatureMethod, Served};
+use crate::protocol::{ClientInfo, LogLevel, Method, ProtocolVersion, progress_token};
 use crate::providers::upstream::Scope;
 use crate::session::handle::SessionLink;
 use crate::session::pending::PendingClientRequests;
@@ -113,11 +111,12 @@ impl SessionActor {
         slot: SessionSlot,
     ) -> Self {
         let now = Instant::now();
-        let idle_deadline = now + env.config.sessions.idle_ttl;
-        let rules = StreamRules::new(&env.config, version.sends_priming_event());
-        let streams = Streams::new(rules, Arc::clone(&env.metrics));
-        let pending = PendingClientRequests::new(Arc::clone(&env.metrics));
+        let idle_deadline = now + env.core.config.sessions.idle_ttl;
+        let rules = StreamRules::new(&env.core.config, version.sends_priming_event());
+        let streams = Streams::new(rules, Arc::clone(&env.core.metrics));
+        let pending = PendingClientRequests::new(Arc::clone(&env.core.metrics));
         let upstreams = env
+            .core
             .gateway
             .as_ref()
             .and_then(|g| g.session_scope(Arc::clone(&client)));
@@ -156,7 +155,7 @@ impl SessionActor {
         let mut armed = self.idle_deadline;
         // Watched here rather than sent as messages: a full mailbox cannot make a session
         // miss the end of the server.
-        let (drain, shutdown) = (self.env.drain.clone(), self.env.shutdown.clone());
+        let (drain, shutdown) = (self.env.core.drain.clone(), self.env.core.shutdown.clone());
         let (drain, shutdown) = (drain.cancelled(), shutdown.cancelled());
         tokio::pin!(drain, shutdown);
         let reason = loop {
@@ -278,12 +277,12 @@ impl SessionActor {
         if requests.is_empty() {
             return Ok(PostOutcome::Accepted);
         }
-        let limit = self.env.config.sessions.max_in_flight;
+        let limit = self.env.core.config.sessions.max_in_flight;
         // Requests the actor answers itself take no slot: a busy session still answers
         // `ping`, and cancellations (notifications) already went through above.
         let spawned = requests
             .iter()
-            .filter(|r| !answered_by_session_actor(&r.method))
+            .filter(|r| Method::parse(&r.method).is_some_and(|m| m.feature().is_some()))
             .count();
         if spawned > 0 && self.in_flight.len() + spawned > limit {
             debug!(session = %self.id, limit, "request refused: too many requests in flight");
@@ -319,8 +318,12 @@ impl SessionActor {
     fn on_client_request_received(&mut self, stream: StreamId, request: Request, grants: &Grants) {
         let Request { id, method, params } = request;
         debug!(session = %self.id, %method, request_id = %id, "request");
-        let label = metric_label(&method, false);
-        let timer = self.env.metrics.start_request(label, self.version.into());
+        let label = Method::metric_label_of(&method, false);
+        let timer = self
+            .env
+            .core
+            .metrics
+            .start_request(label, self.version.into());
         if self.in_flight.contains_key(&id) {
             let error = RpcError::invalid_request(format!(
                 "request id {id} is already in use by a request in flight"
@@ -328,35 +331,29 @@ impl SessionActor {
             timer.finish(false);
             return self.answer(stream, &id, Err(error));
         }
-        // The methods the table marks as answered by the session actor.
-        let immediate = match method.as_str() {
-            "ping" => Some(Ok(json!({}))),
-            "logging/setLevel" => Some(self.set_log_level(params.as_ref())),
-            "resources/subscribe" => Some(self.subscribe(params.as_ref(), true)),
-            "resources/unsubscribe" => Some(self.subscribe(params.as_ref(), false)),
-            _ => None,
-        };
-        match immediate {
-            Some(outcome) => {
-                timer.finish(outcome.is_ok());
-                self.answer(stream, &id, outcome)
+        let outcome = match Method::parse(&method).and_then(Method::served) {
+            Some(Served::Features(feature)) => {
+                return self.spawn_handler(stream, id, feature, params, timer, grants.clone());
             }
-            None => self.spawn_handler(stream, id, method, params, timer, grants.clone()),
-        }
+            Some(Served::SessionActor(own)) => self.answer_itself(own, params.as_ref()),
+            Some(Served::Stateless(_)) | None => Err(RpcError::method_not_found(&method)),
+        };
+        timer.finish(outcome.is_ok());
+        self.answer(stream, &id, outcome)
     }
 
     fn spawn_handler(
         &mut self,
         stream: StreamId,
         id: RequestId,
-        method: String,
+        method: FeatureMethod,
         params: Option<Value>,
         timer: RequestTimer,
         grants: Grants,
     ) {
         let cancel = CancellationToken::new();
         let progress_token = progress_token(params.as_ref().and_then(|p| p.get("_meta")));
-        let ctx = RequestContext::new(ContextParts {
+        let parts = ContextParts {
             request_id: id.clone(),
             session_id: Some(Arc::clone(&self.id)),
             progress_token,
@@ -368,49 +365,44 @@ impl SessionActor {
                 .clone()
                 .map(|s| s as Arc<dyn std::any::Any + Send + Sync>),
             grants,
-        });
+        };
         // The task keeps the features it started with: a reload swaps `env.features`
         // for later requests, never under a running call.
-        let features = self.env.features.load_full();
+        let features = self.env.core.features.load_full();
         // The actor is running, so its mailbox is open and the upgrade succeeds.
         let Some(tx) = self.self_tx.upgrade() else {
             return;
         };
         let task_id = id.clone();
-        let (audit, owner, session, traceparent) = (
-            self.env.audit.clone(),
-            Arc::clone(&self.owner),
-            Arc::clone(&self.id),
-            self.traceparent.clone(),
-        );
-        let span = request_span(
-            &self.env.config.server.node_id,
-            Some(&self.id),
-            &method,
-            &id,
-            self.version.as_str(),
+        let audited = self.env.core.audit.begin(
+            &features,
+            Requester::session(&self.owner, &self.id).traceparent(self.traceparent.as_deref()),
+            method,
             params.as_ref(),
         );
-        let task = tokio::spawn(
-            async move {
-                let who = Requester::session(&owner, &session).traceparent(traceparent.as_deref());
-                let outcome = audit
-                    .around(&features, who, &method, params, |params| {
-                        run_guarded(&features, timer.metrics(), ctx, &method, params)
-                    })
-                    .await;
-                timer.finish(outcome.is_ok());
-                let response = jsonrpc::encode_response(Some(&task_id), &outcome);
-                let _ = tx
-                    .send(SessionMsg::Finished(Box::new(FinishedMsg {
-                        id: task_id,
-                        task: tokio::task::id(),
-                        response,
-                    })))
-                    .await;
-            }
-            .instrument(span),
+        let run = run_handler(
+            features,
+            Arc::clone(&self.env.core.metrics),
+            &self.env.core.config.server.node_id,
+            self.version.as_str(),
+            parts,
+            method,
+            None,
+            params,
         );
+        let task = tokio::spawn(async move {
+            let outcome = run.await;
+            audited.finish(&outcome);
+            timer.finish(outcome.is_ok());
+            let response = jsonrpc::encode_response(Some(&task_id), &outcome);
+            let _ = tx
+                .send(SessionMsg::Finished(Box::new(FinishedMsg {
+                    id: task_id,
+                    task: tokio::task::id(),
+                    response,
+                })))
+                .await;
+        });
         self.in_flight.insert(
             id,
             InFlight {
@@ -432,8 +424,9 @@ impl SessionActor {
     }
 
     fn on_client_notification(&mut self, n: Notification) {
-        match n.method.as_str() {
-            "notifications/initialized" => {
+        let known = Method::parse(&n.method).and_then(Method::client_notification);
+        match known {
+            Some(ClientNotification::Initialized) => {
                 if !self.initialized {
                     self.initialized = true;
                     debug!(session = %self.id, "client initialized");
@@ -443,7 +436,7 @@ impl SessionActor {
                     }
                 }
             }
-            "notifications/cancelled" => {
+            Some(ClientNotification::Cancelled) => {
                 let id = n
                     .params
                     .as_ref()
@@ -462,8 +455,8 @@ impl SessionActor {
                     }
                 }
             }
-            "notifications/progress" => {
-                let config = &self.env.config.client_requests;
+            Some(ClientNotification::Progress) => {
+                let config = &self.env.core.config.client_requests;
                 if config.reset_timeout_on_progress {
                     let token = n
                         .params
@@ -475,7 +468,9 @@ impl SessionActor {
                     }
                 }
             }
-            other => debug!(session = %self.id, method = other, "client notification"),
+            Some(ClientNotification::RootsListChanged) | None => {
+                debug!(session = %self.id, method = %n.method, "client notification")
+            }
         }
     }
 

@@ -20,20 +20,14 @@ pub mod streams;
 
 use std::sync::Arc;
 
-use arc_swap::ArcSwap;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
-use crate::config::Config;
-use crate::dispatch::identity::ServerIdentity;
-use crate::dispatch::methods::metric_label;
+use crate::core::Core;
 use crate::events::{EventSink, ServerEvent};
-use crate::features::Features;
 use crate::jsonrpc::{self, RpcError};
-use crate::metrics::{Era, Metrics};
+use crate::metrics::Era;
 use crate::protocol::{ClientInfo, ProtocolVersion};
-use crate::providers::upstream::Gateway;
 use handle::SessionHandle;
 use registry::{RegistryFull, SessionRegistry};
 pub(crate) use restore::{delete as delete_session, find as find_session, watch_moves};
@@ -42,20 +36,11 @@ use streams::ReplayError;
 /// What the session layer owns, server-wide: the registry of live sessions and what every
 /// session actor reads.
 pub(crate) struct SessionEnv {
-    pub config: Arc<Config>,
-    /// What the server exposes; a reload swaps it whole. Handler tasks take their own `Arc`.
-    pub features: Arc<ArcSwap<Features>>,
-    pub identity: Arc<ServerIdentity>,
+    /// What both eras read. Draining means no new session starts, and each session ends
+    /// once nothing of it is in flight; shutdown ends actors at once, answering what they
+    /// abort.
+    pub core: Arc<Core>,
     pub registry: SessionRegistry,
-    /// Cancelled when the server starts draining: no new session starts, and each session
-    /// ends once nothing of it is in flight.
-    pub drain: CancellationToken,
-    /// Cancelled when the server shuts down: actors end at once, answering what they abort.
-    pub shutdown: CancellationToken,
-    pub metrics: Arc<Metrics>,
-    /// The upstream servers (`[[upstreams]]`); each session owns its own connections.
-    pub gateway: Option<Gateway>,
-    pub audit: crate::audit::AuditLog,
     /// `[store]`: the sessions' durable records; `None` keeps them in memory only.
     pub store: Option<Arc<crate::store::SessionStore>>,
     /// Restores under way, one gate per session id (`restore`).
@@ -63,33 +48,19 @@ pub(crate) struct SessionEnv {
 }
 
 impl SessionEnv {
-    pub fn new(
-        config: Arc<Config>,
-        features: Arc<ArcSwap<Features>>,
-        identity: Arc<ServerIdentity>,
-        drain: CancellationToken,
-        shutdown: CancellationToken,
-        metrics: Arc<Metrics>,
-    ) -> Self {
-        let registry = SessionRegistry::new(config.sessions.max_sessions);
+    pub fn new(core: Arc<Core>, store: Option<Arc<crate::store::SessionStore>>) -> Self {
+        let registry = SessionRegistry::new(core.config.sessions.max_sessions);
         SessionEnv {
-            config,
-            features,
-            identity,
+            core,
             registry,
-            drain,
-            shutdown,
-            metrics,
-            gateway: None,
-            audit: crate::audit::AuditLog::disabled(),
-            store: None,
+            store,
             restoring: restore::Restoring::default(),
         }
     }
 
     /// Whether a new session would start now: not while draining, nor at `max_sessions`.
     pub fn accepting(&self) -> Result<(), SessionError> {
-        if self.drain.is_cancelled() {
+        if self.core.drain.is_cancelled() {
             return Err(SessionError::Draining);
         }
         if self.registry.len() >= self.registry.max() {
@@ -182,8 +153,9 @@ pub(crate) fn initialize(
         Err(SessionError::Invalid(_)) => (Era::from(ProtocolVersion::LATEST), false),
         Err(_) => return answer,
     };
-    let method = metric_label("initialize", false);
-    env.metrics
+    let method = crate::protocol::Method::Initialize.metric_label(false);
+    env.core
+        .metrics
         .record_request(method, era, ok, started.elapsed());
     answer
 }
@@ -221,7 +193,7 @@ fn answer_initialize(
         .to_string();
     let handle = start(env, version, client, owner)?;
     tracing::info!(session = %handle.id, principal = %owner.name, client = %client_name, requested, %version, "initialize");
-    let result = env.identity.initialize_result(version.as_str());
+    let result = env.core.identity.initialize_result(version.as_str());
     Ok((
         handle,
         jsonrpc::encode_response(Some(&request.id), &Ok(result)),
@@ -235,7 +207,7 @@ fn start(
     client: ClientInfo,
     owner: &Owner,
 ) -> Result<SessionHandle, SessionError> {
-    if env.drain.is_cancelled() {
+    if env.core.drain.is_cancelled() {
         return Err(SessionError::Draining);
     }
     let slot = env
@@ -247,7 +219,7 @@ fn start(
                 limit: env.registry.max(),
             },
         })?;
-    let id = mint_session_id(&env.config.server.node_id);
+    let id = mint_session_id(&env.core.config.server.node_id);
     let record = restore::new_record(env, owner, version, &client)?;
     let actor = launch(env, id, version, client, owner, slot);
     Ok(restore::keep(env, actor, record))
@@ -266,7 +238,7 @@ fn launch(
     actor::SessionActor,
     mpsc::WeakSender<messages::SessionMsg>,
 ) {
-    let sessions = &env.config.sessions;
+    let sessions = &env.core.config.sessions;
     let (tx, rx) = mpsc::channel(sessions.mailbox_capacity);
     let owner_key = Arc::clone(&owner.key);
     let handle = SessionHandle::new(
@@ -277,7 +249,7 @@ fn launch(
         sessions.mailbox_wait,
     );
     env.registry.insert(handle.clone());
-    env.metrics.session_started();
+    env.core.metrics.session_started();
     let actor = actor::SessionActor::new(
         id,
         version,

@@ -40,7 +40,7 @@ pub(super) fn new_record(
     let Some(store) = &env.store else {
         return Ok(None);
     };
-    let section = &env.config.store;
+    let section = &env.core.config.store;
     if section.required && store.is_down() {
         warn_limited!("initialize refused: the session store is down and [store] required = true");
         return Err(SessionError::StoreDown);
@@ -66,7 +66,7 @@ pub(super) fn new_record(
 
 /// The node name a store records as a session's owner.
 fn node_name(env: &SessionEnv) -> &str {
-    match env.config.server.node_id.as_str() {
+    match env.core.config.server.node_id.as_str() {
         "" => "node",
         id => id,
     }
@@ -79,7 +79,7 @@ pub(super) fn keep(
     record: Option<SessionRecord>,
 ) -> SessionHandle {
     if let (Some(store), Some(record)) = (&env.store, record) {
-        let ttl = record_ttl(env.config.sessions.idle_ttl);
+        let ttl = record_ttl(env.core.config.sessions.idle_ttl);
         let keeper = RecordKeeper::start(
             Arc::clone(store),
             Arc::clone(&handle.id),
@@ -139,7 +139,7 @@ async fn restore(
     };
     // A draining node takes no session over: the request is handed to another node, which
     // restores it there.
-    if env.drain.is_cancelled() {
+    if env.core.drain.is_cancelled() {
         return Err(SessionError::HandOff);
     }
     let slot = env
@@ -151,7 +151,7 @@ async fn restore(
                 limit: env.registry.max(),
             },
         })?;
-    let ttl = record_ttl(env.config.sessions.idle_ttl);
+    let ttl = record_ttl(env.core.config.sessions.idle_ttl);
     let claimed = store
         .claim(id, node_name(env), ttl)
         .await
@@ -224,7 +224,7 @@ async fn delete_gated(env: &Arc<SessionEnv>, id: &str, owner: &Owner) -> Result<
         }
     }
     store
-        .delete(id, env.config.sessions.idle_ttl)
+        .delete(id, env.core.config.sessions.idle_ttl)
         .await
         .map_err(|_| SessionError::StoreDown)?;
     if let Some(handle) = live {
@@ -248,6 +248,6 @@ pub(crate) fn watch_moves(env: &Arc<SessionEnv>) {
         if let Some(handle) = env.registry.held(id) {
             handle.tell_moved(epoch);
         }
-        !env.shutdown.is_cancelled()
+        !env.core.shutdown.is_cancelled()
     });
 }

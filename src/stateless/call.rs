@@ -7,35 +7,30 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures_util::{FutureExt, StreamExt};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::link::{Frame, MAX_INPUT_REQUESTS, StatelessLink, TaskStart};
+use super::link::{Frame, MAX_INPUT_REQUESTS, StatelessLink, TaskStart, take_input_requests};
 use super::request_state::Binding;
 use super::stamp::stamped_response;
 use super::{Caller, ModernState, Refusal, Reply, envelope, missing_capability, tasks};
 use crate::audit::Requester;
-use crate::context::{ClientLink, ContextParts, RequestContext};
-use crate::dispatch::methods;
-use crate::dispatch::{request_span, run_guarded};
+use crate::context::{ClientLink, ContextParts};
+use crate::dispatch::run_handler;
 use crate::jsonrpc::{self, Request, RequestId, RpcError, codes};
 use crate::metrics::RequestTimer;
+use crate::protocol::method::FeatureMethod;
 use crate::protocol::{MODERN_VERSION, object};
-use tracing::Instrument;
 
 /// The binding of a request's `requestState`: what a retry must repeat, and who must send
 /// it (`principal`, the caller's key).
-fn binding(request: &Request, principal: &str) -> Binding {
+fn binding(request: &Request, method: FeatureMethod, principal: &str) -> Binding {
     let params = request.params.as_ref();
-    let field = if request.method == "resources/read" {
-        "uri"
-    } else {
-        "name"
-    };
-    let target = params
-        .and_then(|p| p.get(field))
-        .and_then(Value::as_str)
+    let target = method
+        .method()
+        .target()
+        .and_then(|t| params?.get(t.field())?.as_str())
         .unwrap_or("");
     let arguments = params
         .and_then(|p| p.get("arguments"))
@@ -48,12 +43,13 @@ fn binding(request: &Request, principal: &str) -> Binding {
 fn gathered_answers(
     state: &ModernState,
     request: &Request,
+    method: FeatureMethod,
     principal: &str,
 ) -> Result<BTreeMap<String, Value>, RpcError> {
     let params = request.params.as_ref();
     let mut answers = match params.and_then(|p| p.get("requestState")) {
         None | Some(Value::Null) => BTreeMap::new(),
-        Some(Value::String(token)) => state.request_state.open(token, &binding(request, principal)).map_err(|reason| {
+        Some(Value::String(token)) => state.request_state.open(token, &binding(request, method, principal)).map_err(|reason| {
             tracing::debug!(method = %request.method, request_id = %request.id, %reason, "requestState refused");
             RpcError::invalid_params("invalid or expired requestState").with_data(json!({ "reason": "invalid_request_state" }))
         })?,
@@ -80,13 +76,14 @@ fn gathered_answers(
 pub(super) async fn run(
     state: &Arc<ModernState>,
     request: Request,
+    method: FeatureMethod,
     envelope: envelope::Envelope,
     caller: &Caller,
     timer: &mut Option<RequestTimer>,
 ) -> Reply {
     // Held by the running handler, so a request counts until its handler ends or is dropped.
     let Ok(permit) = Arc::clone(&state.call_permits).try_acquire_owned() else {
-        let limit = state.config.modern.max_in_flight;
+        let limit = state.core.config.modern.max_in_flight;
         return Reply::Refused(Refusal::TooManyCalls { limit });
     };
     let principal_slot = match caller.max_in_flight {
@@ -96,13 +93,13 @@ pub(super) async fn run(
         },
         None => None,
     };
-    let answers = match gathered_answers(state, &request, &caller.key) {
+    let answers = match gathered_answers(state, &request, method, &caller.key) {
         Ok(a) => a,
         Err(e) => return Reply::error(Some(&request.id), e),
     };
     // Taken before the spawn, so a reload never changes a request's tools mid-call.
-    let features = state.features.load_full();
-    let plan = if request.method == "tools/call" {
+    let features = state.core.features.load_full();
+    let plan = if method == FeatureMethod::ToolsCall {
         match tasks::plan_call(&features, request.params.as_ref(), &envelope.client) {
             Ok(plan) => plan,
             Err(e) => return Reply::error(Some(&request.id), e),
@@ -113,7 +110,7 @@ pub(super) async fn run(
     let client = Arc::new(envelope.client);
     if plan == tasks::CallPlan::Task {
         return match tasks::create(state, &request, client, features, answers, caller) {
-            Ok(result) => Reply::result(state, &request.method, &request.id, result),
+            Ok(result) => Reply::result(state, method.method(), &request.id, result),
             Err(e) => Reply::error(Some(&request.id), e),
         };
     }
@@ -122,7 +119,7 @@ pub(super) async fn run(
     } else {
         TaskStart::Continue
     };
-    let (out_tx, mut out_rx) = mpsc::channel(state.config.http.sse_connection_buffer);
+    let (out_tx, mut out_rx) = mpsc::channel(state.core.config.http.sse_connection_buffer);
     let (needed_tx, mut needed_rx) = mpsc::channel(MAX_INPUT_REQUESTS);
     let link = Arc::new(
         StatelessLink::new(
@@ -134,7 +131,7 @@ pub(super) async fn run(
         .with_task_start(task_start),
     );
     let cancel = CancellationToken::new();
-    let ctx = RequestContext::new(ContextParts {
+    let parts = ContextParts {
         request_id: request.id.clone(),
         session_id: None,
         progress_token: envelope.progress_token,
@@ -143,37 +140,32 @@ pub(super) async fn run(
         link: Arc::clone(&link) as Arc<dyn ClientLink>,
         scope: state.upstream_scope(&caller.key, &client),
         grants: caller.grants.clone(),
-    });
+    };
     let task_state = Arc::clone(state);
     let task_caller = caller.clone();
     let request_id = request.id.clone();
-    let span = request_span(
-        &state.config.server.node_id,
-        None,
-        &request.method,
-        &request.id,
-        MODERN_VERSION,
+    let audited = state.core.audit.begin(
+        &features,
+        Requester::stateless(&caller.key).traceparent(caller.traceparent.as_deref()),
+        method,
         request.params.as_ref(),
+    );
+    let handler = run_handler(
+        Arc::clone(&features),
+        Arc::clone(&state.core.metrics),
+        &state.core.config.server.node_id,
+        MODERN_VERSION,
+        parts,
+        method,
+        request.params.as_ref(),
+        without_envelope(request.params.as_ref()),
     );
     let timer = timer.take();
     let work = async move {
         let _permits = (permit, principal_slot);
-        let metrics = &task_state.metrics;
-        let method = &request.method;
-        let params = without_envelope(request.params.as_ref());
-        let who =
-            Requester::stateless(&task_caller.key).traceparent(task_caller.traceparent.as_deref());
-        let outcome = task_state
-            .audit
-            .around(&features, who, method, params, |params| {
-                run_guarded(&features, metrics, ctx, method, params)
-            })
-            .await;
-        let mut inputs = Map::new();
-        while let Ok((key, input)) = needed_rx.try_recv() {
-            inputs.insert(key, input);
-        }
-        let may_need_input = methods::lookup(&request.method).is_some_and(|m| m.may_need_input);
+        let outcome = handler.await;
+        audited.finish(&outcome);
+        let inputs = take_input_requests(&mut needed_rx);
         let outcome = if let Some(capability) = link.missing_capability() {
             Err(missing_capability(capability))
         } else if link.task_started() {
@@ -187,10 +179,10 @@ pub(super) async fn run(
                 answers,
                 &task_caller,
             )
-        } else if !inputs.is_empty() && may_need_input {
+        } else if !inputs.is_empty() && method.method().may_need_input() {
             let sealed = task_state
                 .request_state
-                .seal(binding(&request, &task_caller.key), answers);
+                .seal(binding(&request, method, &task_caller.key), answers);
             Ok(object([
                 ("resultType", Value::from("input_required")),
                 ("inputRequests", Value::Object(inputs)),
@@ -204,14 +196,13 @@ pub(super) async fn run(
         }
         let frame = match outcome {
             Ok(result) => Frame::Final {
-                body: stamped_response(&task_state, &request.method, &request.id, result),
+                body: stamped_response(&task_state, method.method(), &request.id, result),
                 error: None,
             },
             Err(error) => error_frame(&request.id, error),
         };
         let _ = out_tx.send(frame).await;
-    }
-    .instrument(span);
+    };
     // The handler runs inside this request's own future, not a task of its own: on this
     // path the request's lifetime is the handler's (closing the response stream is
     // cancellation), so a spawn would only add a wake-up of another task per call. Whoever
@@ -231,7 +222,7 @@ pub(super) async fn run(
             biased;
             first = out_rx.recv() => break first,
             () = running.drive() => {}
-            () = state.shutdown.cancelled() => break Some(shutdown_frame(&request_id)),
+            () = state.core.shutdown.cancelled() => break Some(shutdown_frame(&request_id)),
         }
     };
     match first {
@@ -322,7 +313,7 @@ fn stream(
         first: Some(first),
         rx,
         done: false,
-        shutdown: state.shutdown.clone(),
+        shutdown: state.core.shutdown.clone(),
         id,
         running,
     };

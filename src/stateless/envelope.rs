@@ -14,7 +14,8 @@ use serde_json::{Map, Value, json};
 
 use crate::features::Features;
 use crate::jsonrpc::{RpcError, codes};
-use crate::protocol::{ClientInfo, LogLevel, MODERN_VERSION, progress_token};
+use crate::protocol::method::Target;
+use crate::protocol::{ClientInfo, LogLevel, MODERN_VERSION, Method, progress_token};
 
 pub(crate) const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 pub(crate) const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
@@ -139,7 +140,7 @@ pub(crate) fn validate(
         )
         .with_data(json!({ "supported": [MODERN_VERSION], "requested": version })));
     }
-    if method == "tools/call" {
+    if Method::parse(method) == Some(Method::ToolsCall) {
         check_param_headers(fields, params, features)?;
     }
     let log_level = match meta.get(META_LOG_LEVEL) {
@@ -171,12 +172,11 @@ fn check_name_header(
     method: &str,
     params: Option<&Value>,
 ) -> Result<(), RpcError> {
-    let field = match method {
-        "tools/call" | "prompts/get" => "name",
-        "resources/read" => "uri",
-        // SEP-2663 "Streamable HTTP: Routing Headers".
-        "tasks/get" | "tasks/update" | "tasks/cancel" => "taskId",
-        _ => return Ok(()),
+    let Some(field) = Method::parse(method)
+        .and_then(Method::target)
+        .map(Target::field)
+    else {
+        return Ok(());
     };
     let Some(body) = params.and_then(|p| p.get(field)).and_then(Value::as_str) else {
         return Ok(());

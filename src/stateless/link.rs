@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
 use crate::context::{ClientLink, ClientRequestError, Notice};
@@ -39,6 +39,19 @@ pub(crate) enum TaskStart {
     Continue,
     /// The handler may start its task: the run ends and the call becomes a task.
     Allowed,
+}
+
+/// What a finished run asked the client for, keyed as the handler asked (`input-0`, ...):
+/// the `inputRequests` of an `input_required` result, or of a task waiting on input. The
+/// run is over, so everything it asked is in the channel already.
+pub(crate) fn take_input_requests(
+    needed: &mut mpsc::Receiver<(String, Value)>,
+) -> Map<String, Value> {
+    let mut inputs = Map::new();
+    while let Ok((key, input)) = needed.try_recv() {
+        inputs.insert(key, input);
+    }
+    inputs
 }
 
 pub(crate) struct StatelessLink {

@@ -130,7 +130,7 @@ pub(crate) async fn open(
         Err(e) => return Reply::error(Some(&request.id), e),
     };
     let Ok(permit) = Arc::clone(&state.listen_permits).try_acquire_owned() else {
-        let limit = state.config.modern.max_listen_streams;
+        let limit = state.core.config.modern.max_listen_streams;
         tracing::debug!(
             limit,
             "subscriptions/listen refused: too many listen streams"
@@ -201,10 +201,10 @@ impl Listening {
                     }
                     Err(broadcast::error::RecvError::Closed) => return None,
                 },
-                () = self.state.shutdown.cancelled() => {
+                () = self.state.core.shutdown.cancelled() => {
                     self.done = true;
                     let result = json!({ "_meta": { SUBSCRIPTION_ID: self.id } });
-                    let body = super::stamp::stamped_response(&self.state, "subscriptions/listen", &self.id, result);
+                    let body = super::stamp::stamped_response(&self.state, crate::protocol::Method::SubscriptionsListen, &self.id, result);
                     return Some((body, self));
                 }
             }

@@ -23,33 +23,27 @@ pub(crate) mod tasks;
 
 use std::sync::Arc;
 
-use arc_swap::ArcSwap;
 use bytes::Bytes;
 use futures_util::stream::BoxStream;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
-use tokio_util::sync::CancellationToken;
 
-use crate::config::Config;
-use crate::dispatch::identity::ServerIdentity;
-use crate::dispatch::methods::{self, AnsweredBy};
+use crate::core::Core;
 use crate::events::ServerEvents;
-use crate::features::Features;
 use crate::jsonrpc::{self, Message, Request, RequestId, RpcError, codes};
 use crate::keyed_counts::KeyedCounts;
-use crate::metrics::{Era, Metrics, RequestTimer};
-use crate::protocol::{MODERN_VERSION, ProtocolVersion, is_handshake_version};
-use crate::providers::upstream::Gateway;
+use crate::metrics::{Era, RequestTimer};
+use crate::protocol::method::{Served, StatelessMethod};
+use crate::protocol::{MODERN_VERSION, Method, ProtocolVersion, is_handshake_version};
 use envelope::RoutingFields;
 use request_state::RequestStateKey;
 use tasks::TaskStore;
 
 /// What the stateless path owns, server-wide: nothing here is per request.
 pub(crate) struct ModernState {
-    pub config: Arc<Config>,
-    /// What the server exposes; a reload swaps it whole. A request takes its own `Arc`.
-    pub features: Arc<ArcSwap<Features>>,
-    pub identity: Arc<ServerIdentity>,
+    /// What both eras read. Draining refuses every new request (503) and lets those in
+    /// flight run to their end; shutdown makes calls answer an error and ends listen streams.
+    pub core: Arc<Core>,
     /// Listen streams subscribe here.
     pub events: Arc<ServerEvents>,
     /// Seals and opens `requestState` of input_required round trips.
@@ -64,16 +58,6 @@ pub(crate) struct ModernState {
     pub principal_calls: KeyedCounts,
     /// Open listen streams per principal (`auth.max_listen_streams_per_principal`).
     pub principal_listens: KeyedCounts,
-    /// Cancelled when the server starts draining: every new request is refused (503), and
-    /// those in flight run to their end.
-    pub drain: CancellationToken,
-    /// Cancelled when the server shuts down: calls answer an error, listen streams end.
-    pub shutdown: CancellationToken,
-    pub metrics: Arc<Metrics>,
-    /// The upstream servers; 2026-07-28 requests reach session-scoped ones through one
-    /// scope per principal.
-    pub gateway: Option<Gateway>,
-    pub audit: crate::audit::AuditLog,
 }
 
 impl ModernState {
@@ -84,6 +68,7 @@ impl ModernState {
         client: &Arc<crate::protocol::ClientInfo>,
     ) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
         let scope = self
+            .core
             .gateway
             .as_ref()?
             .principal_scope(principal, Arc::clone(client))?;
@@ -92,12 +77,12 @@ impl ModernState {
 
     /// Open `subscriptions/listen` streams.
     pub fn listen_streams(&self) -> usize {
-        self.config.modern.max_listen_streams - self.listen_permits.available_permits()
+        self.core.config.modern.max_listen_streams - self.listen_permits.available_permits()
     }
 
     /// Requests running now (listen streams are not counted: they never finish).
     pub fn calls_in_flight(&self) -> usize {
-        self.config.modern.max_in_flight - self.call_permits.available_permits()
+        self.core.config.modern.max_in_flight - self.call_permits.available_permits()
     }
 }
 
@@ -165,7 +150,7 @@ impl Reply {
     }
 
     /// The response carrying `result`, with what every result of `method` carries.
-    fn result(state: &ModernState, method: &str, id: &RequestId, result: Value) -> Reply {
+    fn result(state: &ModernState, method: Method, id: &RequestId, result: Value) -> Reply {
         Reply::Response {
             body: stamp::stamped_response(state, method, id, result),
             error: None,
@@ -181,7 +166,7 @@ pub(crate) fn takes_version(version: &str) -> bool {
 
 /// Whether a request without version header claims the modern revision in its `_meta`.
 pub(crate) fn claims_modern(method: &str, params: Option<&Value>) -> bool {
-    method != "initialize" && envelope::has_modern_claim(params)
+    Method::parse(method) != Some(Method::Initialize) && envelope::has_modern_claim(params)
 }
 
 /// Who sent a modern POST, as the transport authenticated it.
@@ -219,7 +204,7 @@ pub(crate) async fn serve(
     transport: Transport<'_>,
     body: jsonrpc::Body,
 ) -> Reply {
-    if state.drain.is_cancelled() && !tasks::continues_while_draining(&body) {
+    if state.core.drain.is_cancelled() && !tasks::continues_while_draining(&body) {
         return Reply::Refused(Refusal::Draining);
     }
     let message = match body {
@@ -252,8 +237,8 @@ pub(crate) async fn serve(
             );
         }
     };
-    let label = methods::metric_label(&request.method, true);
-    let mut timer = Some(state.metrics.start_request(label, Era::V2026_07_28));
+    let label = Method::metric_label_of(&request.method, true);
+    let mut timer = Some(state.core.metrics.start_request(label, Era::V2026_07_28));
     let reply = route(state, transport, request, &mut timer).await;
     if let Some(timer) = timer {
         settle(timer, &reply);
@@ -271,7 +256,7 @@ fn settle(timer: RequestTimer, reply: &Reply) {
     }
 }
 
-/// Routes one request by the method table. A feature call takes `timer` into its task.
+/// Routes one request by who serves its method. A feature call takes `timer` into its task.
 async fn route(
     state: &Arc<ModernState>,
     transport: Transport<'_>,
@@ -294,29 +279,31 @@ async fn route(
         transport.fields,
         &request.method,
         request.params.as_ref(),
-        &state.features.load(),
+        &state.core.features.load(),
     ) {
         Ok(e) => e,
         Err(e) => return Reply::error(Some(&request.id), e),
     };
-    let spec = methods::lookup(&request.method).filter(|m| m.in_modern());
-    match spec.map(|m| (m.name, m.answered_by)) {
-        Some(("server/discover", _)) => {
+    let method = Method::parse(&request.method).filter(|m| m.in_stateless());
+    match method.and_then(Method::served) {
+        Some(Served::Stateless(StatelessMethod::ServerDiscover)) => {
             let result = discover_result(state);
-            Reply::result(state, "server/discover", &request.id, result)
+            Reply::result(state, Method::ServerDiscover, &request.id, result)
         }
-        Some(("subscriptions/listen", _)) => listen::open(state, &transport, request).await,
-        Some((method, AnsweredBy::Stateless)) => {
+        Some(Served::Stateless(StatelessMethod::SubscriptionsListen)) => {
+            listen::open(state, &transport, request).await
+        }
+        Some(Served::Stateless(StatelessMethod::Task(task))) => {
             let (params, client) = (request.params.as_ref(), &envelope.client);
-            match tasks::serve(state, method, params, client, &transport.caller.key) {
-                Ok(result) => Reply::result(state, method, &request.id, result),
+            match tasks::serve(state, task, params, client, &transport.caller.key) {
+                Ok(result) => Reply::result(state, task.method(), &request.id, result),
                 Err(e) => Reply::error(Some(&request.id), e),
             }
         }
-        Some((_, AnsweredBy::Features)) => {
-            call::run(state, request, envelope, transport.caller, timer).await
+        Some(Served::Features(feature)) => {
+            call::run(state, request, feature, envelope, transport.caller, timer).await
         }
-        _ => {
+        Some(Served::SessionActor(_)) | None => {
             let method = &request.method;
             Reply::error(
                 Some(&request.id),
@@ -344,11 +331,11 @@ fn unsupported_version(version: &str) -> RpcError {
 fn discover_result(state: &ModernState) -> Value {
     let mut result = json!({
         "supportedVersions": [MODERN_VERSION],
-        "capabilities": state.identity.capabilities(),
+        "capabilities": state.core.identity.capabilities(),
     });
     // Extensions exist only in the 2026-07-28 capability object.
     result["capabilities"]["extensions"] = json!({ tasks::EXTENSION: {} });
-    if let Some(instructions) = state.identity.instructions() {
+    if let Some(instructions) = state.core.identity.instructions() {
         result["instructions"] = instructions.clone();
     }
     result

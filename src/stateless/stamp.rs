@@ -15,13 +15,13 @@ use serde_json::{Map, Value, json};
 
 use super::ModernState;
 use crate::dispatch::identity::SERVER_INFO_META;
-use crate::dispatch::methods;
 use crate::jsonrpc::{self, RequestId};
+use crate::protocol::Method;
 
 /// The JSON-RPC response carrying `result` to request `id` of `method`, stamped.
 pub(crate) fn stamped_response(
     state: &ModernState,
-    method: &str,
+    method: Method,
     id: &RequestId,
     mut result: Value,
 ) -> Bytes {
@@ -31,24 +31,24 @@ pub(crate) fn stamped_response(
     members
         .entry("resultType")
         .or_insert_with(|| json!("complete"));
-    let cacheable = methods::lookup(method).is_some_and(|m| m.cacheable);
+    let cacheable = method.cacheable();
     if cacheable && members.get("resultType") == Some(&json!("complete")) {
-        members.insert("ttlMs".into(), json!(state.config.modern.ttl_ms));
+        members.insert("ttlMs".into(), json!(state.core.config.modern.ttl_ms));
         members.insert(
             "cacheScope".into(),
-            json!(state.config.modern.cache_scope.as_str()),
+            json!(state.core.config.modern.cache_scope.as_str()),
         );
     }
     match members.get_mut("_meta") {
         None => {
             let result = WithMeta {
-                meta: state.identity.server_info_meta(),
+                meta: state.core.identity.server_info_meta(),
                 members,
             };
             return jsonrpc::encode_result(id, &result);
         }
         Some(Value::Object(meta)) => {
-            let info = state.identity.server_info().clone();
+            let info = state.core.identity.server_info().clone();
             meta.insert(SERVER_INFO_META.into(), info);
         }
         // A `_meta` that is not an object is the handler's to answer for; it is left as is.

@@ -29,6 +29,7 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::config::telemetry::TelemetrySection;
 use crate::jsonrpc::{RequestId, RpcError};
+use crate::protocol::Method;
 
 pub use context::{inject_headers, inject_meta};
 
@@ -135,7 +136,7 @@ pub fn adopt_header_context(headers: &http::HeaderMap, body: &mut crate::jsonrpc
 /// What a request span is about.
 #[derive(Debug, Clone, Copy)]
 pub struct Operation<'a> {
-    pub method: &'a str,
+    pub method: Method,
     pub session: Option<&'a str>,
     pub version: &'a str,
     pub request_id: &'a RequestId,
@@ -152,34 +153,35 @@ pub fn describe(span: &tracing::Span, op: Operation<'_>) {
     }
     let params = op.params.and_then(Value::as_object);
     let field = |key: &str| params.and_then(|p| p.get(key)).and_then(Value::as_str);
+    let method = op.method.as_str();
     let target = match op.method {
-        "tools/call" | "prompts/get" => field("name").map(|n| cut(n, MAX_TARGET_BYTES)),
+        Method::ToolsCall | Method::PromptsGet => field("name").map(|n| cut(n, MAX_TARGET_BYTES)),
         _ => None,
     };
     let name = match target {
-        Some(target) => format!("{} {target}", op.method),
-        None => op.method.to_string(),
+        Some(target) => format!("{method} {target}"),
+        None => method.to_string(),
     };
     span.record("otel.name", name.as_str());
     span.record("otel.kind", "server");
     if let Some(parent) = context::from_meta(params.and_then(|p| p.get("_meta"))) {
         let _ = span.set_parent(parent);
     }
-    span.set_attribute("mcp.method.name", op.method.to_string());
+    span.set_attribute("mcp.method.name", method);
     span.set_attribute("mcp.protocol.version", op.version.to_string());
     span.set_attribute("jsonrpc.request.id", op.request_id.to_string());
     if let Some(session) = op.session {
         span.set_attribute("mcp.session.id", session.to_string());
     }
     match (op.method, target) {
-        ("tools/call", Some(tool)) => {
+        (Method::ToolsCall, Some(tool)) => {
             span.set_attribute("gen_ai.operation.name", "execute_tool");
             span.set_attribute("gen_ai.tool.name", tool.to_string());
         }
-        ("prompts/get", Some(prompt)) => {
+        (Method::PromptsGet, Some(prompt)) => {
             span.set_attribute("gen_ai.prompt.name", prompt.to_string())
         }
-        ("resources/read", _) => {
+        (Method::ResourcesRead, _) => {
             if let Some(uri) = field("uri") {
                 span.set_attribute("mcp.resource.uri", cut(uri, 2048).to_string());
             }

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use crate::config::resource_uri::{canonical_resource_uri, canonical_uri_prefix};
+use crate::protocol::Method;
+use crate::protocol::method::ScopeTable;
 
 /// `[auth.scopes]`: the scopes a `tools/call`, `prompts/get` or `resources/read` needs, by
 /// tool name, prompt name or resource URI. A key ending in `*` matches by prefix, and `"*"`
@@ -26,12 +28,12 @@ pub struct OperationScopes {
 impl OperationScopes {
     /// The scopes `method` on `name` (a tool or prompt name, a resource URI) needs: the
     /// exact key's, else the longest matching prefix's, else `"*"`'s.
-    pub fn needed(&self, method: &str, name: &str) -> &[String] {
-        let table = match method {
-            "tools/call" => &self.tools,
-            "prompts/get" => &self.prompts,
-            "resources/read" | "resources/subscribe" => &self.resources,
-            _ => return &[],
+    pub fn needed(&self, method: Method, name: &str) -> &[String] {
+        let table = match method.scope_table() {
+            Some(ScopeTable::Tools) => &self.tools,
+            Some(ScopeTable::Prompts) => &self.prompts,
+            Some(ScopeTable::Resources) => &self.resources,
+            None => return &[],
         };
         if let Some(scopes) = table.get(name) {
             return scopes;

@@ -33,7 +33,7 @@ use super::route::{self, Incoming, Route};
 pub(crate) use super::route::{Events, Ignored, Relay};
 use crate::context::{ClientRequestError, RequestContext};
 use crate::jsonrpc::{self, Message, RequestId, RpcError};
-use crate::protocol::LogLevel;
+use crate::protocol::{LogLevel, Method};
 use crate::telemetry;
 
 /// Why a request to the upstream got no result.
@@ -403,8 +403,8 @@ impl Task {
     /// Delivered before the next message is read: in order, and before the response.
     async fn on_notification(&mut self, method: &str, params: Option<Value>, route: Route) {
         let params = params.unwrap_or(Value::Null);
-        match method {
-            "notifications/progress" => {
+        match Method::parse(method) {
+            Some(Method::Progress) => {
                 let Some(id) = params.get("progressToken").and_then(Value::as_i64) else {
                     return;
                 };
@@ -422,7 +422,7 @@ impl Task {
                     .map(String::from);
                 ctx.progress(progress, total, message.as_deref()).await;
             }
-            "notifications/message" => {
+            Some(Method::Message) => {
                 let Some(ctx) = self.caller(route) else {
                     self.relay.dropped_log();
                     route::log_dropped(route);
@@ -438,23 +438,28 @@ impl Task {
                 let data = params.get("data").cloned().unwrap_or(Value::Null);
                 ctx.log(level, logger.as_deref(), data).await;
             }
-            "notifications/tools/list_changed"
-            | "notifications/resources/list_changed"
-            | "notifications/prompts/list_changed" => self.events.list_changed(method),
-            "notifications/resources/updated" => self.events.resource_updated(params),
+            Some(
+                Method::ToolsListChanged
+                | Method::ResourcesListChanged
+                | Method::PromptsListChanged,
+            ) => self.events.list_changed(method),
+            Some(Method::ResourcesUpdated) => self.events.resource_updated(params),
             _ => {}
         }
     }
 
     async fn on_request(&mut self, request: jsonrpc::Request, route: Route) {
         let jsonrpc::Request { id, method, params } = request;
-        let forwarded: Option<&'static str> = match method.as_str() {
-            "elicitation/create" => Some("elicitation/create"),
-            "sampling/createMessage" => Some("sampling/createMessage"),
-            "roots/list" => Some("roots/list"),
-            _ => None,
-        };
-        if method == "ping" {
+        let known = Method::parse(&method);
+        let forwarded = known
+            .filter(|m| {
+                matches!(
+                    m,
+                    Method::ElicitationCreate | Method::SamplingCreateMessage | Method::RootsList
+                )
+            })
+            .map(Method::as_str);
+        if known == Some(Method::Ping) {
             let _ = self
                 .out
                 .send(jsonrpc::encode_response(Some(&id), &Ok(json!({}))))

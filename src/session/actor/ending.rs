@@ -55,7 +55,7 @@ impl SessionActor {
     pub(super) fn on_timer(&mut self) -> Flow {
         let now = Instant::now();
         for (id, entry) in self.pending.take_expired(now) {
-            let waited = self.env.config.client_requests.timeout;
+            let waited = self.env.core.config.client_requests.timeout;
             warn_limited!(session = %self.id, request_id = %id, "server→client request timed out");
             let _ = entry
                 .respond_to
@@ -69,7 +69,7 @@ impl SessionActor {
             }
         }
         if now >= self.idle_deadline {
-            let ttl = self.env.config.sessions.idle_ttl;
+            let ttl = self.env.core.config.sessions.idle_ttl;
             let busy = !self.in_flight.is_empty()
                 || !self.pending.is_empty()
                 || self.streams.any_live_connection();
@@ -85,7 +85,7 @@ impl SessionActor {
     }
 
     pub(super) fn end(mut self, reason: Ending) {
-        let shutting_down = self.env.shutdown.is_cancelled();
+        let shutting_down = self.env.core.shutdown.is_cancelled();
         for (id, flight) in std::mem::take(&mut self.in_flight) {
             flight.cancel.cancel();
             flight.abort.abort();
@@ -113,8 +113,8 @@ impl SessionActor {
         }
         // Counted before the registry lets go: a drain that sees no session left must also
         // see every session counted as ended.
-        self.env.metrics.session_ended(reason.metric());
-        self.env.metrics.session_lasted(self.started.elapsed());
+        self.env.core.metrics.session_ended(reason.metric());
+        self.env.core.metrics.session_lasted(self.started.elapsed());
         self.env.registry.remove(&self.id);
         info!(session = %self.id, reason = reason.as_str(), "session ended");
     }

@@ -16,7 +16,7 @@ use crate::context::ClientRequestError;
 use crate::jsonrpc::{self, RequestId, RpcError};
 use crate::log_limit::warn_limited;
 use crate::metrics::Limit;
-use crate::protocol::LogLevel;
+use crate::protocol::{LogLevel, Method};
 use crate::session::pending::{Answer, PendingClientRequest};
 use crate::session::streams::{GET_STREAM, StreamId};
 
@@ -36,7 +36,7 @@ impl SessionActor {
         let stream = match self.in_flight.get(origin) {
             Some(flight) => self.related_stream(flight.stream),
             // Progress must only reference requests in flight (spec `progress.mdx`).
-            None if method == "notifications/progress" => return,
+            None if Method::parse(method) == Some(Method::Progress) => return,
             None => GET_STREAM,
         };
         self.emit(
@@ -53,10 +53,10 @@ impl SessionActor {
         mut params: Value,
         respond_to: oneshot::Sender<Answer>,
     ) {
-        let config = &self.env.config.client_requests;
+        let config = &self.env.core.config.client_requests;
         if self.pending.len() >= config.max_pending {
             warn_limited!(session = %self.id, limit = config.max_pending, "server→client request refused: too many pending");
-            self.env.metrics.limit_hit(Limit::MaxPending);
+            self.env.core.metrics.limit_hit(Limit::MaxPending);
             let _ = respond_to.send(Err(ClientRequestError::TooManyPending(config.max_pending)));
             return;
         }

@@ -250,7 +250,7 @@ impl SessionActor {
             return;
         };
         let now = Instant::now();
-        let sessions = &self.env.config.sessions;
+        let sessions = &self.env.core.config.sessions;
         let changed = keeper.initialized != self.initialized
             || keeper.log_level != self.log_level
             || keeper.subscriptions_changed;

@@ -25,12 +25,17 @@ fn actor(config: Config) -> (SessionActor, mpsc::Sender<SessionMsg>) {
         .into_features(config.pagination.page_size)
         .expect("empty feature set");
     let env = Arc::new(SessionEnv::new(
-        Arc::clone(&config),
-        Arc::new(ArcSwap::from_pointee(features)),
-        Arc::new(ServerIdentity::new(&config)),
-        CancellationToken::new(),
-        CancellationToken::new(),
-        Arc::default(),
+        Arc::new(crate::core::Core {
+            identity: Arc::new(ServerIdentity::new(&config)),
+            config,
+            features: Arc::new(ArcSwap::from_pointee(features)),
+            drain: CancellationToken::new(),
+            shutdown: CancellationToken::new(),
+            metrics: Arc::default(),
+            gateway: None,
+            audit: crate::audit::AuditLog::disabled(),
+        }),
+        None,
     ));
     let slot = env
         .registry

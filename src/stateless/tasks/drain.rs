@@ -14,6 +14,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::super::ModernState;
+use crate::protocol::method::{Method, Served, StatelessMethod};
 
 /// How often the drain looks whether the last task has settled.
 const POLL: Duration = Duration::from_millis(50);
@@ -24,14 +25,17 @@ const SHUT_DOWN: &str = "the server shut down (server.drain_timeout passed) befo
 
 /// The methods a draining node still serves: they touch tasks it already holds.
 pub(crate) fn served_while_draining(method: &str) -> bool {
-    matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel")
+    matches!(
+        Method::parse(method).and_then(Method::served),
+        Some(Served::Stateless(StatelessMethod::Task(_)))
+    )
 }
 
 /// Waits until no task is live (at most until `deadline`, then fails the rest), and then
 /// for `tasks.linger_after_drain` after the last task settled.
 pub(crate) async fn settle_tasks(state: &ModernState, deadline: Instant) {
     let store = &state.tasks;
-    let linger = state.config.tasks.linger_after_drain;
+    let linger = state.core.config.tasks.linger_after_drain;
     let live = store.live();
     if live > 0 {
         tracing::info!(

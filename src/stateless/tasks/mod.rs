@@ -25,22 +25,22 @@ mod store;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
-use super::link::{MAX_INPUT_REQUESTS, StatelessLink};
+use super::link::{MAX_INPUT_REQUESTS, StatelessLink, take_input_requests};
 use super::{Caller, ModernState};
 use crate::audit::Requester;
-use crate::context::{ClientLink, ContextParts, RequestContext};
-use crate::dispatch::{request_span, run_guarded};
+use crate::context::{ClientLink, ContextParts};
+use crate::dispatch::run_handler;
 use crate::features::Features;
 use crate::features::tools::TaskSupport;
 use crate::jsonrpc::{Request, RpcError, codes, params_object};
+use crate::protocol::method::{FeatureMethod, TaskMethod};
 use crate::protocol::{ClientInfo, MODERN_VERSION};
 pub(crate) use store::TaskStore;
 use store::{Run, TaskCall};
-use tracing::Instrument;
 
 /// The extension's identifier in `capabilities.extensions`.
 pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
@@ -132,59 +132,55 @@ pub(crate) fn create(
 /// Spawns one run of a task's call; the run settles the task when it ends.
 fn spawn_run(state: &Arc<ModernState>, run: Run) -> AbortHandle {
     let state = Arc::clone(state);
-    let span = request_span(
-        &state.config.server.node_id,
-        None,
-        "tools/call",
-        &run.call.request_id,
-        MODERN_VERSION,
-        run.call.params.as_ref(),
-    );
-    let task = tokio::spawn(
-        async move {
-            let Run {
-                id,
-                generation,
-                call,
-                answers,
-                cancel,
-            } = run;
-            // A task has no response stream: its notifications go nowhere.
-            let (out_tx, _) = mpsc::channel(1);
-            let (needed_tx, mut needed_rx) = mpsc::channel(MAX_INPUT_REQUESTS);
-            let link = Arc::new(StatelessLink::new(out_tx, None, answers, needed_tx));
-            let ctx = RequestContext::new(ContextParts {
-                request_id: call.request_id.clone(),
-                session_id: None,
-                progress_token: None,
-                client: Arc::clone(&call.client),
-                cancel,
-                link: Arc::clone(&link) as Arc<dyn ClientLink>,
-                scope: state.upstream_scope(&call.owner, &call.client),
-                // A task runs a `tools/call` whose scopes were decided when it was sent;
-                // it lists nothing.
-                grants: crate::context::Grants::everything(),
-            });
-            let (features, metrics) = (&call.features, &state.metrics);
-            let (who, params) = (Requester::stateless(&call.owner), call.params.clone());
-            let outcome = state
-                .audit
-                .around(features, who, "tools/call", params, |params| {
-                    run_guarded(features, metrics, ctx, "tools/call", params)
-                })
-                .await;
-            let mut inputs = Map::new();
-            while let Ok((key, input)) = needed_rx.try_recv() {
-                inputs.insert(key, input);
-            }
-            let outcome = match link.missing_capability() {
-                Some(capability) => Err(super::missing_capability(capability)),
-                None => outcome,
-            };
-            state.tasks.settle(&id, generation, outcome, inputs);
-        }
-        .instrument(span),
-    );
+    let task = tokio::spawn(async move {
+        let Run {
+            id,
+            generation,
+            call,
+            answers,
+            cancel,
+        } = run;
+        // A task has no response stream: its notifications go nowhere.
+        let (out_tx, _) = mpsc::channel(1);
+        let (needed_tx, mut needed_rx) = mpsc::channel(MAX_INPUT_REQUESTS);
+        let link = Arc::new(StatelessLink::new(out_tx, None, answers, needed_tx));
+        let parts = ContextParts {
+            request_id: call.request_id.clone(),
+            session_id: None,
+            progress_token: None,
+            client: Arc::clone(&call.client),
+            cancel,
+            link: Arc::clone(&link) as Arc<dyn ClientLink>,
+            scope: state.upstream_scope(&call.owner, &call.client),
+            // A task runs a `tools/call` whose scopes were decided when it was sent;
+            // it lists nothing.
+            grants: crate::context::Grants::everything(),
+        };
+        let audited = state.core.audit.begin(
+            &call.features,
+            Requester::stateless(&call.owner),
+            FeatureMethod::ToolsCall,
+            call.params.as_ref(),
+        );
+        let outcome = run_handler(
+            Arc::clone(&call.features),
+            Arc::clone(&state.core.metrics),
+            &state.core.config.server.node_id,
+            MODERN_VERSION,
+            parts,
+            FeatureMethod::ToolsCall,
+            None,
+            call.params.clone(),
+        )
+        .await;
+        audited.finish(&outcome);
+        let inputs = take_input_requests(&mut needed_rx);
+        let outcome = match link.missing_capability() {
+            Some(capability) => Err(super::missing_capability(capability)),
+            None => outcome,
+        };
+        state.tasks.settle(&id, generation, outcome, inputs);
+    });
     task.abort_handle()
 }
 
@@ -192,13 +188,14 @@ fn spawn_run(state: &Arc<ModernState>, run: Run) -> AbortHandle {
 /// request's `clientCapabilities` (SEP-2663 "Capability Negotiation").
 pub(crate) fn serve(
     state: &Arc<ModernState>,
-    method: &str,
+    task: TaskMethod,
     params: Option<&Value>,
     client: &ClientInfo,
     owner: &str,
 ) -> Result<Value, RpcError> {
+    let method = task.method();
     if !declares_extension(client) {
-        return Err(extension_required(method));
+        return Err(extension_required(method.as_str()));
     }
     let params = params_object(params)?;
     let id = params
@@ -206,16 +203,15 @@ pub(crate) fn serve(
         .and_then(Value::as_str)
         .ok_or_else(|| RpcError::invalid_params(format!("{method} needs a string `taskId`")))?;
     state.tasks.expire();
-    match method {
-        "tasks/get" => state.tasks.get(id, owner),
-        "tasks/update" => {
+    match task {
+        TaskMethod::Get => state.tasks.get(id, owner),
+        TaskMethod::Update => {
             let responses = params.get("inputResponses");
             state
                 .tasks
                 .update(id, owner, responses, |run| spawn_run(state, run))
         }
-        "tasks/cancel" => state.tasks.cancel(id, owner),
-        other => Err(RpcError::method_not_found(other)),
+        TaskMethod::Cancel => state.tasks.cancel(id, owner),
     }
 }
 

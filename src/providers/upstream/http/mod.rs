@@ -44,6 +44,7 @@ use super::route::{Incoming, Route};
 use super::wire::Io;
 use crate::jsonrpc::{self, RequestId};
 use crate::metrics::Metrics;
+use crate::protocol::Method;
 use crate::telemetry;
 
 /// How to reach one HTTP upstream.
@@ -294,15 +295,15 @@ impl Driver {
     /// Sends one outgoing message; false when the connection cannot go on.
     async fn dispatch(&mut self, message: Bytes) -> bool {
         let head: Head = serde_json::from_slice(&message).unwrap_or_default();
-        match head.method.as_deref() {
-            Some("initialize") => return self.initialize(message, head.id).await,
-            Some("notifications/initialized") => {
+        match head.method.as_deref().and_then(Method::parse) {
+            Some(Method::Initialize) => return self.initialize(message, head.id).await,
+            Some(Method::Initialized) => {
                 // Sent before the GET, which some servers accept only once initialized.
                 let sent = self.exchange.clone().post(message, false).await;
                 self.spawn_listen();
                 return self.on_posted(sent).await;
             }
-            Some("notifications/cancelled") => self.stop_reading(&message),
+            Some(Method::Cancelled) => self.stop_reading(&message),
             _ => {}
         }
         self.spawn_post(message, false);
