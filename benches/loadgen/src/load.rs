@@ -795,3 +795,17 @@ pub async fn resume(a: ResumeArgs) -> Result<Outcome, String> {
     })
     .await
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_namespaced_tool_name_travels_in_the_body_and_the_header() {
+        assert_eq!(super::tool_name("up/echo").as_deref(), Ok("up/echo"));
+        let body = super::call_body(7, &super::json_string_body("up/\"e\\cho"), "{}", None, "", "");
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["params"]["name"], "up/\"e\\cho");
+        assert!(super::tool_name("").is_err());
+        assert!(super::tool_name("up\necho").is_err());
+        assert!(super::tool_name("ü").is_err());
+    }
+}
