@@ -25,7 +25,7 @@
 # open. The HTTP upstream's CPU behind a gateway is read around the whole mcp-bench run and
 # divided by every verified call (warm-up included). Direct calls to the HTTP upstream, in
 # the same run, are the baseline of the http rows; the stdio rows have no direct call over
-# HTTP, so their latency is absolute and "added" is against the fastest gateway of the row.
+# HTTP, so their latency is absolute and "added" is against the fastest gateway of that table.
 #
 # Knobs (environment): SESSIONS=16 CONCURRENCY=4 WARMUP=3 (seconds; per-session
 #   children start during it, and a Python child takes seconds to start on a busy machine),
