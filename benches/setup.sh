@@ -7,7 +7,15 @@
 #   python  benches/peers/python mcp (Python)  venv + pip install --require-hashes (requirements.txt)
 #   limit   benches/limit        axum only     cargo build --release --locked (Cargo.lock)
 #
-# Usage: benches/setup.sh [rust|ts|python|limit ...]   (no argument: all four)
+# and the peer gateways of benches/gateway.sh (benches/peers/gateways/README.md):
+#
+#   mcp-proxy-rs  gateways/rust    mcp-proxy 0.6.0     cargo install --locked --version 0.6.0
+#   supergateway  gateways/ts      supergateway 4.0.0  npm ci (package-lock.json)
+#   mcp-proxy-py  gateways/python  mcp-proxy 0.13.0    venv + pip install --require-hashes
+#   gateways      all three
+#
+# Usage: benches/setup.sh [rust|ts|python|limit|mcp-proxy-rs|supergateway|mcp-proxy-py|gateways ...]
+#        (no argument: all of them)
 #
 # Idempotent: cargo rebuilds only what changed; npm ci and pip run again only when
 # package-lock.json or requirements.txt changed since the last successful install
@@ -20,7 +28,7 @@ set -euo pipefail
 BENCHES="$(cd "$(dirname "$0")" && pwd)"
 NICE="${NICE-nice -n 10}"
 parts=("$@")
-[[ ${#parts[@]} -eq 0 ]] && parts=(rust ts python limit)
+[[ ${#parts[@]} -eq 0 ]] && parts=(rust ts python limit gateways)
 
 say() { echo "setup.sh: $*" >&2; }
 die() { say "FAILED: $*"; exit 1; }
@@ -89,6 +97,54 @@ setup_python() {
     say "python peer: $("$dir/version.sh")"
 }
 
+# A crate's own binary, from crates.io with the lock file it was published with, into the
+# folder's bin/ (cargo install skips it when that version is already there).
+setup_mcp_proxy_rs() {
+    local dir="$BENCHES/peers/gateways/rust"
+    need cargo
+    run env CARGO_INCREMENTAL=0 cargo install --locked --quiet --version 0.6.0 mcp-proxy \
+        --root "$dir" --target-dir "$dir/target"
+    say "mcp-proxy-rs: $("$dir/version.sh")"
+}
+
+npm_ci() { # folder
+    local dir=$1 want
+    need node
+    need npm
+    want="$(stamp_of "$dir/package-lock.json")"
+    if [[ -f "$dir/node_modules/.bench-stamp" && "$(cat "$dir/node_modules/.bench-stamp")" == "$want" ]]; then
+        say "$dir: node_modules matches package-lock.json, npm ci skipped"
+    else
+        (cd "$dir" && run npm ci --no-audit --no-fund --loglevel=error)
+        echo "$want" >"$dir/node_modules/.bench-stamp"
+    fi
+}
+
+setup_supergateway() {
+    npm_ci "$BENCHES/peers/gateways/ts"
+    say "supergateway: $("$BENCHES/peers/gateways/ts/version.sh")"
+}
+
+pip_venv() { # folder
+    local dir=$1 py="${PYTHON:-python3.11}" want
+    command -v "$py" >/dev/null || py=python3
+    need "$py"
+    [[ -x "$dir/.venv/bin/python" ]] || run "$py" -m venv "$dir/.venv"
+    want="$(stamp_of "$dir/requirements.txt")"
+    if [[ -f "$dir/.venv/.bench-stamp" && "$(cat "$dir/.venv/.bench-stamp")" == "$want" ]]; then
+        say "$dir: .venv matches requirements.txt, pip skipped"
+    else
+        run "$dir/.venv/bin/pip" install --quiet --disable-pip-version-check --no-deps \
+            --require-hashes --only-binary :all: -r "$dir/requirements.txt"
+        echo "$want" >"$dir/.venv/.bench-stamp"
+    fi
+}
+
+setup_mcp_proxy_py() {
+    pip_venv "$BENCHES/peers/gateways/python"
+    say "mcp-proxy-py: $("$BENCHES/peers/gateways/python/version.sh")"
+}
+
 start=$SECONDS
 for part in "${parts[@]}"; do
     t=$SECONDS
@@ -98,7 +154,11 @@ for part in "${parts[@]}"; do
         ts) setup_ts ;;
         python) setup_python ;;
         limit) setup_limit ;;
-        *) die "unknown part '$part' (rust, ts, python, limit)" ;;
+        mcp-proxy-rs) setup_mcp_proxy_rs ;;
+        supergateway) setup_supergateway ;;
+        mcp-proxy-py) setup_mcp_proxy_py ;;
+        gateways) setup_mcp_proxy_rs; setup_supergateway; setup_mcp_proxy_py ;;
+        *) die "unknown part '$part' (rust, ts, python, limit, mcp-proxy-rs, supergateway, mcp-proxy-py, gateways)" ;;
     esac
     say "== $part done in $((SECONDS - t)) s"
 done

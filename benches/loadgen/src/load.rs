@@ -290,10 +290,33 @@ pub struct EchoArgs {
     /// Length of each request's unique echo text.
     #[arg(long, default_value_t = 64)]
     text_bytes: usize,
+    /// The tool to call: gateways that put their upstreams' tools under a namespace serve
+    /// the same echo as `up/echo`, `up__echo`, ... (sent as params.name and, 2026-07-28, as
+    /// Mcp-Name; the reply is verified as for `echo`).
+    #[arg(long, default_value = "echo", value_parser = tool_name)]
+    tool: String,
     /// Instead of a -d window: N requests after the warm-up (each ends verified or counted as
     /// failed), then stop; the window closes when the last of them ends.
     #[arg(short = 'n', long = "requests", conflicts_with = "duration", value_parser = clap::value_parser!(u64).range(1..))]
     requests: Option<u64>,
+}
+
+/// A tool name for `--tool`: it travels in the `Mcp-Name` header too, so it must be a valid
+/// header value (printable ASCII); anything else is refused before the run starts.
+fn tool_name(s: &str) -> Result<String, String> {
+    if s.is_empty() {
+        return Err("the tool name is empty".into());
+    }
+    match s.bytes().find(|b| !(b' '..=b'~').contains(b)) {
+        Some(b) => Err(format!("byte 0x{b:02x} cannot travel in the Mcp-Name header: use printable ASCII")),
+        None => Ok(s.to_owned()),
+    }
+}
+
+/// `s` as it stands between the quotes of a JSON string.
+fn json_string_body(s: &str) -> String {
+    let quoted = Value::String(s.to_owned()).to_string();
+    quoted[1..quoted.len() - 1].to_owned()
 }
 
 pub async fn echo(a: EchoArgs) -> Result<Outcome, String> {
@@ -311,14 +334,15 @@ pub async fn echo(a: EchoArgs) -> Result<Outcome, String> {
         let (era, to, tb, meta) = (p.era, op_timeout(c), a.text_bytes, meta.clone());
         let headers = match &sess {
             Some(s) => s.headers.clone(),
-            None => mcp::modern_headers("tools/call", Some("echo")),
+            None => mcp::modern_headers("tools/call", Some(&a.tool)),
         };
         let meta = (era == Era::Modern).then_some(meta);
+        let tool = json_string_body(&a.tool);
         handles.push(tokio::spawn(async move {
             worker_loop!(w, to, link, seq => {
                 let id = rid(i, seq, 0);
                 let text = unique_text(i, seq, tb);
-                let body = call_body(id, "echo", &format!("{{\"text\":\"{text}\"}}"), meta.as_deref(), "", "");
+                let body = call_body(id, &tool, &format!("{{\"text\":\"{text}\"}}"), meta.as_deref(), "", "");
                 let result = call(&mut link, &headers, body, id, |_, _| Ok(())).await?;
                 check_text(era, id, &result, &text)?;
                 Ok(0)
@@ -332,6 +356,7 @@ pub async fn echo(a: EchoArgs) -> Result<Outcome, String> {
         j.insert("sessions".into(), json!(if a.era == Era::Legacy { s } else { 0 }));
         j.insert("workers".into(), json!(s * cc));
         j.insert("text_bytes".into(), json!(a.text_bytes));
+        j.insert("tool".into(), json!(a.tool));
         j.insert("requests".into(), json!(a.requests));
         j.insert("delete_failed".into(), json!(delete_failed));
     })
@@ -769,4 +794,18 @@ pub async fn resume(a: ResumeArgs) -> Result<Outcome, String> {
         }
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_namespaced_tool_name_travels_in_the_body_and_the_header() {
+        assert_eq!(super::tool_name("up/echo").as_deref(), Ok("up/echo"));
+        let body = super::call_body(7, &super::json_string_body("up/\"e\\cho"), "{}", None, "", "");
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["params"]["name"], "up/\"e\\cho");
+        assert!(super::tool_name("").is_err());
+        assert!(super::tool_name("up\necho").is_err());
+        assert!(super::tool_name("ü").is_err());
+    }
 }

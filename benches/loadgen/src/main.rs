@@ -16,6 +16,15 @@ struct Cli {
     /// Tokio worker threads of the load generator (1 = current-thread runtime, the lowest CPU).
     #[arg(long, default_value_t = 1, global = true)]
     threads: usize,
+    /// With --pid: read PID and all its descendants (a gateway and the servers it runs), CPU
+    /// and RSS summed over the tree.
+    #[arg(long, global = true)]
+    tree: bool,
+    /// With --tree: the processes that run this program (the file name of argv[0], or of
+    /// argv[1] for a script) are the upstream children; their CPU is reported apart
+    /// (child_cpu_us_per_op), not in server_cpu_us_per_op.
+    #[arg(long, global = true, requires = "tree")]
+    child_cmd: Option<String>,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -88,6 +97,7 @@ pub enum Outcome {
 
 fn main() {
     let cli = Cli::parse();
+    procfs::set_scope(procfs::Scope { tree: cli.tree, child_cmd: cli.child_cmd.clone() });
     let rt = if cli.threads <= 1 {
         tokio::runtime::Builder::new_current_thread().enable_all().build()
     } else {

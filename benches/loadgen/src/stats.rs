@@ -190,14 +190,14 @@ impl Measured<'_> {
     pub fn json(&self, per_op_count: u64) -> Map<String, Value> {
         let wall = self.end.at.duration_since(self.start.at).as_secs_f64();
         let s = self.stats;
-        let cpu_us_per_op = match (self.start.server_cpu, self.end.server_cpu) {
-            (Some(a), Some(b)) if per_op_count > 0 => Some(round((b - a).as_secs_f64() * 1e6 / per_op_count as f64, 2)),
+        // None when the reading went down: with --tree, a process of the tree exited in the
+        // window and took its CPU time with it, so the difference would mean nothing.
+        let spent = match (self.start.server_cpu, self.end.server_cpu) {
+            (Some(a), Some(b)) => b.checked_sub(a),
             _ => None,
         };
-        let server_cpu_pct = match (self.start.server_cpu, self.end.server_cpu) {
-            (Some(a), Some(b)) => Some(round((b - a).as_secs_f64() / wall * 100.0, 1)),
-            _ => None,
-        };
+        let cpu_us_per_op = spent.filter(|_| per_op_count > 0).map(|d| round(d.as_secs_f64() * 1e6 / per_op_count as f64, 2));
+        let server_cpu_pct = spent.map(|d| round(d.as_secs_f64() / wall * 100.0, 1));
         let client_cpu_pct = match (self.start.self_cpu, self.end.self_cpu) {
             (Some(a), Some(b)) => Some(round((b - a).as_secs_f64() / wall * 100.0, 1)),
             _ => None,
@@ -222,6 +222,20 @@ impl Measured<'_> {
         m.insert("client_cpu_pct".into(), json!(client_cpu_pct));
         m.insert("rss_kib_before".into(), json!(self.before_setup.server_rss_kib));
         m.insert("rss_kib_after".into(), json!(self.end.server_rss_kib));
+        if let (Some(a), Some(b)) = (self.start.tree, self.end.tree) {
+            // --tree: the figures above are the gateway's part of the tree (CPU) and the
+            // whole tree (RSS); these are its children's.
+            let child_us = b
+                .child_cpu
+                .checked_sub(a.child_cpu)
+                .filter(|_| per_op_count > 0)
+                .map(|d| round(d.as_secs_f64() * 1e6 / per_op_count as f64, 2));
+            m.insert("child_cpu_us_per_op".into(), json!(child_us));
+            m.insert("child_rss_kib_before".into(), json!(self.before_setup.tree.map(|t| t.child_rss_kib)));
+            m.insert("child_rss_kib_after".into(), json!(b.child_rss_kib));
+            m.insert("tree_processes_after".into(), json!(b.processes));
+            m.insert("child_processes_after".into(), json!(b.children));
+        }
         m
     }
 }
