@@ -12,6 +12,7 @@ use serde::Deserialize;
 pub mod audit;
 pub mod auth;
 mod every_type_error;
+mod loaded;
 mod locate;
 pub mod names;
 pub mod providers;
@@ -21,6 +22,8 @@ pub mod store;
 pub mod telemetry;
 pub mod upstreams;
 
+pub use loaded::LoadedConfig;
+pub(crate) use loaded::read_file;
 use locate::locate_key;
 pub use providers::{
     BodyMode, CommandToolsSection, FileResourcesSection, FollowRedirects, HttpToolsSection,
@@ -29,8 +32,8 @@ pub use providers::{
 };
 pub use sections::{
     AdminSection, CacheScope, ClientRequestsSection, HttpSection, LogFormat, LogSection,
-    ModernSection, PaginationSection, ReplaySection, ResponseMode, ServerSection, SessionsSection,
-    TasksSection, decode_request_state_key,
+    PaginationSection, ReplaySection, ResponseMode, ServerSection, SessionsSection,
+    StatelessSection, TasksSection, decode_request_state_key,
 };
 
 /// Checks a node id (`server.node_id`, `--node-id`): it prefixes session ids, so it is
@@ -59,7 +62,9 @@ pub struct Config {
     pub client_requests: ClientRequestsSection,
     pub replay: ReplaySection,
     pub pagination: PaginationSection,
-    pub modern: ModernSection,
+    /// `[stateless]`; `[modern]`, its old name, is still read.
+    #[serde(alias = "modern")]
+    pub stateless: StatelessSection,
     pub tasks: TasksSection,
     pub command_tools: CommandToolsSection,
     pub http_tools: HttpToolsSection,
@@ -199,6 +204,9 @@ impl Config {
     pub(crate) fn parse_types(text: &str, origin: &str) -> Result<Config, ConfigError> {
         let deserializer =
             toml::Deserializer::parse(text).map_err(|e| toml_error(text, origin, "", &e))?;
+        if let Some(both) = both_names_of_stateless(text, origin) {
+            return Err(both);
+        }
         let first = match serde_path_to_error::deserialize(deserializer) {
             Ok(config) => return Ok(config),
             Err(e) => e,
@@ -293,9 +301,12 @@ impl Config {
             ),
             ("pagination.page_size", self.pagination.page_size),
             ("audit.queue", self.audit.queue),
-            ("modern.max_listen_streams", self.modern.max_listen_streams),
-            ("modern.listen_buffer", self.modern.listen_buffer),
-            ("modern.max_in_flight", self.modern.max_in_flight),
+            (
+                "stateless.max_listen_streams",
+                self.stateless.max_listen_streams,
+            ),
+            ("stateless.listen_buffer", self.stateless.listen_buffer),
+            ("stateless.max_in_flight", self.stateless.max_in_flight),
             ("http.max_connections", self.http.max_connections),
             (
                 "http.max_connections_per_ip",
@@ -375,9 +386,9 @@ impl Config {
                 "must not be shorter than client_requests.timeout",
             );
         }
-        if let Some(key) = &self.modern.request_state_key {
+        if let Some(key) = &self.stateless.request_state_key {
             if let Err(msg) = decode_request_state_key(key) {
-                bad("modern.request_state_key", &msg);
+                bad("stateless.request_state_key", &msg);
             }
         }
         errors
@@ -424,6 +435,25 @@ fn toml_error(text: &str, origin: &str, key: &str, e: &toml::de::Error) -> Confi
         },
         message: e.message().trim().to_string(),
     }
+}
+
+/// `[modern]` is the old name of `[stateless]`: a file that sets both would have one of
+/// them read and the other ignored, so it is refused, naming both.
+fn both_names_of_stateless(text: &str, origin: &str) -> Option<ConfigError> {
+    let table = text.parse::<toml::Table>().ok()?;
+    if !(table.contains_key("modern") && table.contains_key("stateless")) {
+        return None;
+    }
+    let (line, column) = locate_key(text, "modern");
+    Some(ConfigError::Invalid {
+        path: origin.into(),
+        line,
+        column,
+        key: "modern: ".into(),
+        message: "[modern] and [stateless] are one section ([modern] is its old name); \
+                  move its keys into [stateless] and remove [modern]"
+            .into(),
+    })
 }
 
 fn line_col(text: &str, offset: usize) -> (usize, usize) {

@@ -3,7 +3,7 @@
 //! audit log.
 //!
 //! [`ServerBuilder::build`](crate::ServerBuilder) makes one `Core` and gives each era's
-//! state (`session::SessionEnv`, `stateless::ModernState`) an `Arc` of it, so the two never
+//! state (`session::SessionEnv`, `stateless::StatelessState`) an `Arc` of it, so the two never
 //! disagree on any of these, and nothing is set after construction. What only one era owns
 //! (the session registry; tasks, listen streams, request-state keys) stays in that era's
 //! state.

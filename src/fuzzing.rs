@@ -60,7 +60,7 @@ pub struct HeaderVerdicts {
     /// The value routing between the eras reads.
     pub protocol_version_value: Option<String>,
     /// Whether that value sends the POST down the stateless path.
-    pub modern: bool,
+    pub stateless: bool,
     pub session_id: Option<String>,
     pub last_event_id: Option<String>,
 }
@@ -79,7 +79,7 @@ pub fn check_headers(headers: &HeaderMap, uri: &str, config: &HttpSection) -> He
             .map(|v| v.map(|v| v.as_str()))
             .map_err(|_| ()),
         protocol_version_value: version_value.map(str::to_string),
-        modern: version_value.is_some_and(crate::stateless::takes_version),
+        stateless: version_value.is_some_and(crate::stateless::takes_version),
         session_id: headers::session_id(headers).map(str::to_string),
         last_event_id: headers::last_event_id(headers),
     }
@@ -145,7 +145,7 @@ impl SessionStreams {
 
 /// What the stateless path decided about one POST before running it.
 #[derive(Debug)]
-pub enum ModernVerdict {
+pub enum StatelessVerdict {
     /// The body is not JSON-RPC.
     Undecodable(RpcError),
     /// The POST goes to the session path.
@@ -193,24 +193,28 @@ pub fn sample_features() -> Features {
 /// Routes one POST as `src/http/post.rs` does and, for a modern request, validates its
 /// envelope against `headers` (`src/stateless/envelope.rs`), then decodes its params as the
 /// feature methods would.
-pub fn check_modern_post(headers: &HeaderMap, body: &[u8], features: &Features) -> ModernVerdict {
+pub fn check_stateless_post(
+    headers: &HeaderMap,
+    body: &[u8],
+    features: &Features,
+) -> StatelessVerdict {
     let decoded = match decode_body(body) {
         Ok(decoded) => decoded,
-        Err(e) => return ModernVerdict::Undecodable(e),
+        Err(e) => return StatelessVerdict::Undecodable(e),
     };
     if !crate::http::post::is_stateless_post(headers, &decoded) {
-        return ModernVerdict::Handshake;
+        return StatelessVerdict::Handshake;
     }
     let Body::Single(Message::Request(request)) = &decoded else {
-        return ModernVerdict::NotARequest;
+        return StatelessVerdict::NotARequest;
     };
     let params = request.params.as_ref();
     let envelope = match envelope::validate(headers, &request.method, params, features) {
         Ok(envelope) => envelope,
-        Err(e) => return ModernVerdict::Refused(e),
+        Err(e) => return StatelessVerdict::Refused(e),
     };
     decode_feature_params(features, &request.method, params);
-    ModernVerdict::Valid {
+    StatelessVerdict::Valid {
         log_level: envelope.log_level,
         progress_token: envelope.progress_token,
     }

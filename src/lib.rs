@@ -24,7 +24,8 @@
 //!  reload → server (composition only) → http → { session | stateless } → core → store
 //!         → { dispatch | providers | auth | audit } → features → context → events
 //!         → telemetry → config
-//!         → protocol → jsonrpc → metrics → { log_format | log_limit | keyed_counts }
+//!         → protocol → jsonrpc → metrics
+//!         → { log_format | log_limit | keyed_counts | revision }
 //! ```
 //!
 //! Above them all, `src/call/` is the binary's `mcp-actor call` client, not part of the
@@ -42,7 +43,7 @@
 //!   methods; [`features`] the MCP feature logic, which knows
 //!   nothing of sessions; [`providers`] build features from the configuration.
 //! - Server-wide state is split by owner: `core::Core` (what both eras read, one `Arc`
-//!   shared), `session::SessionEnv`, `stateless::ModernState`, the [`events`] publisher, and the features a reload swaps; [`server`](Server) only
+//!   shared), `session::SessionEnv`, `stateless::StatelessState`, the [`events`] publisher, and the features a reload swaps; [`server`](Server) only
 //!   composes them.
 //! - [`metrics`]: one Prometheus registry per server, recorded into by every layer and
 //!   served by the admin listener ([`Server::serve_admin`]).
@@ -94,6 +95,7 @@ pub mod metrics;
 pub mod protocol;
 pub mod providers;
 pub mod reload;
+pub mod revision;
 mod server;
 pub mod session;
 pub mod stateless;

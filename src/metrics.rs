@@ -31,7 +31,7 @@ use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
 
 pub use histogram::DurationHistogram;
-pub use labels::{ClientRequestEnd, Era, Limit, MethodLabel, ReloadOutcome, SessionEnd};
+pub use labels::{ClientRequestEnd, Limit, MethodLabel, ReloadOutcome, Revision, SessionEnd};
 pub use tasks::{LiveTask, TaskEnd, TaskMetrics};
 
 type Labels = [(&'static str, &'static str); 3];
@@ -40,8 +40,8 @@ type DurationLabels = [(&'static str, &'static str); 2];
 /// One method's cells: `[era][outcome]` counters and `[era]` histograms.
 #[derive(Debug, Default)]
 struct MethodCells {
-    requests: [[OnceLock<Counter>; 2]; Era::ALL.len()],
-    durations: [OnceLock<DurationHistogram>; Era::ALL.len()],
+    requests: [[OnceLock<Counter>; 2]; Revision::ALL.len()],
+    durations: [OnceLock<DurationHistogram>; Revision::ALL.len()],
     /// `mcp_server_operation_duration_seconds`, `[outcome]`.
     operations: [OnceLock<DurationHistogram>; 2],
 }
@@ -323,7 +323,7 @@ impl Metrics {
     }
 
     /// Starts timing a request; the timer records it when finished or dropped.
-    pub fn start_request(self: &Arc<Self>, method: MethodLabel, era: Era) -> RequestTimer {
+    pub fn start_request(self: &Arc<Self>, method: MethodLabel, era: Revision) -> RequestTimer {
         RequestTimer {
             metrics: Arc::clone(self),
             method,
@@ -334,7 +334,7 @@ impl Metrics {
     }
 
     /// Records one answered request: `ok` unless its answer was a JSON-RPC error.
-    pub fn record_request(&self, method: MethodLabel, era: Era, ok: bool, elapsed: Duration) {
+    pub fn record_request(&self, method: MethodLabel, era: Revision, ok: bool, elapsed: Duration) {
         let row = method.0.min(self.methods.len() - 1);
         let (name, cells) = (self.methods[row], &self.cells[row]);
         let outcome = usize::from(!ok);
@@ -342,7 +342,7 @@ impl Metrics {
             .get_or_init(|| {
                 let labels = [
                     ("method", name),
-                    ("era", era.label()),
+                    ("era", era.as_str()),
                     ("outcome", ["ok", "error"][outcome]),
                 ];
                 self.requests.get_or_create(&labels).clone()
@@ -350,7 +350,7 @@ impl Metrics {
             .inc();
         cells.durations[era as usize]
             .get_or_init(|| {
-                let labels = [("method", name), ("era", era.label())];
+                let labels = [("method", name), ("era", era.as_str())];
                 self.durations.get_or_create(&labels).clone()
             })
             .observe(elapsed);
@@ -453,7 +453,7 @@ pub fn spans_dropped() -> &'static Counter {
 pub struct RequestTimer {
     metrics: Arc<Metrics>,
     method: MethodLabel,
-    era: Era,
+    era: Revision,
     started: Instant,
     recorded: bool,
 }

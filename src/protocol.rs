@@ -1,96 +1,21 @@
 //! MCP protocol revisions and the typed models the server exchanges with clients.
 //!
-//! This is the one place that lists the revisions the server speaks; everything else asks
-//! [`ProtocolVersion`]. Models follow the schema of `schema/<version>/schema.ts` with
+//! The revisions the server speaks are one type, [`Revision`] (`src/revision.rs`, a leaf
+//! the metrics use too). Models follow the schema of `schema/<version>/schema.ts` with
 //! `camelCase` fields; open parts of the protocol (`_meta`, tool arguments) stay JSON values.
 
 pub mod method;
 
 use std::collections::HashMap;
-use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use crate::revision::Revision;
 pub use method::Method;
 
-/// A handshake-era protocol revision this server supports, oldest first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ProtocolVersion {
-    V2025_03_26,
-    V2025_06_18,
-    V2025_11_25,
-}
-
-/// The request metrics' era of a session's revision.
-impl From<ProtocolVersion> for crate::metrics::Era {
-    fn from(version: ProtocolVersion) -> Self {
-        match version {
-            ProtocolVersion::V2025_03_26 => Self::V2025_03_26,
-            ProtocolVersion::V2025_06_18 => Self::V2025_06_18,
-            ProtocolVersion::V2025_11_25 => Self::V2025_11_25,
-        }
-    }
-}
-
-impl ProtocolVersion {
-    /// Every supported revision, newest first: the order used in error messages.
-    pub const SUPPORTED: [ProtocolVersion; 3] = [
-        ProtocolVersion::V2025_11_25,
-        ProtocolVersion::V2025_06_18,
-        ProtocolVersion::V2025_03_26,
-    ];
-
-    /// The revision answered when a client asks for one the server does not support
-    /// (spec `basic/lifecycle.mdx`, "Version Negotiation").
-    pub const LATEST: ProtocolVersion = ProtocolVersion::V2025_11_25;
-
-    /// The revision assumed when a request carries no `MCP-Protocol-Version` header and
-    /// nothing else tells (spec 2025-06-18 `basic/transports.mdx`).
-    pub const DEFAULT_WITHOUT_HEADER: ProtocolVersion = ProtocolVersion::V2025_03_26;
-
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "2025-03-26" => Some(Self::V2025_03_26),
-            "2025-06-18" => Some(Self::V2025_06_18),
-            "2025-11-25" => Some(Self::V2025_11_25),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::V2025_03_26 => "2025-03-26",
-            Self::V2025_06_18 => "2025-06-18",
-            Self::V2025_11_25 => "2025-11-25",
-        }
-    }
-
-    /// JSON-RPC batches exist only in 2025-03-26 (removed by the 2025-06-18 changelog).
-    pub fn allows_batches(self) -> bool {
-        self == Self::V2025_03_26
-    }
-
-    /// SSE priming events (id + empty data) are defined from 2025-11-25 on (SEP-1699); older
-    /// clients may choke on an empty data field.
-    pub fn sends_priming_event(self) -> bool {
-        self >= Self::V2025_11_25
-    }
-
-    /// The supported revisions as a comma-separated list, for error messages.
-    pub fn supported_list() -> String {
-        Self::SUPPORTED.map(Self::as_str).join(", ")
-    }
-}
-
-impl fmt::Display for ProtocolVersion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// The stateless revision, served per request without sessions (see [`crate::stateless`]).
-pub const MODERN_VERSION: &str = "2026-07-28";
+pub const STATELESS_VERSION: &str = Revision::STATELESS.as_str();
 
 /// A JSON object of the given members, moved in. `json!` would serialize every interpolated
 /// `Value` again into a copy (a whole elicitation schema, per call); this does not.
@@ -114,7 +39,7 @@ pub fn progress_token(meta: Option<&Value>) -> Option<Value> {
 /// Every revision that opens with the `initialize` handshake, including 2024-11-05, which this
 /// server does not speak but must still recognise as handshake-era when routing.
 pub fn is_handshake_version(version: &str) -> bool {
-    version == "2024-11-05" || ProtocolVersion::parse(version).is_some()
+    version == "2024-11-05" || Revision::parse_handshake(version).is_some()
 }
 
 /// Log severities of `notifications/message`, in RFC 5424 order (least severe first).
@@ -145,7 +70,7 @@ pub struct ClientInfo {
     /// The client's declared capabilities.
     pub capabilities: Value,
     /// The negotiated protocol revision (for the stateless era, the request's revision).
-    pub protocol_version: Option<ProtocolVersion>,
+    pub protocol_version: Option<Revision>,
 }
 
 impl ClientInfo {

@@ -140,7 +140,7 @@ fn tables_needing_restart(old: &Config, new: &Config) -> Vec<&'static str> {
         ),
         ("replay", old.replay != new.replay),
         ("pagination", old.pagination != new.pagination),
-        ("modern", old.modern != new.modern),
+        ("stateless", old.stateless != new.stateless),
         ("tasks", old.tasks != new.tasks),
         ("reload", old.reload != new.reload),
         ("log", old.log != new.log),

@@ -37,7 +37,7 @@ use crate::metrics::Metrics;
 use crate::protocol::CallToolResult;
 use crate::providers::upstream::Gateway;
 use crate::session::SessionEnv;
-use crate::stateless::ModernState;
+use crate::stateless::StatelessState;
 use crate::stateless::request_state::RequestStateKey;
 use crate::stateless::tasks::TaskStore;
 
@@ -52,7 +52,7 @@ use swap::FeatureSwap;
 ///
 /// It owns nothing another layer imports: it composes each layer's own state (the session
 /// registry in `SessionEnv`, the stateless path's key, tasks and permits in
-/// `ModernState`) and keeps the three things that span them: the features a reload swaps,
+/// `StatelessState`) and keeps the three things that span them: the features a reload swaps,
 /// the event publisher, and the shutdown signal.
 #[derive(Clone)]
 pub struct Server {
@@ -361,12 +361,12 @@ impl ServerBuilder {
         let Some(features) = features.filter(|_| errors.is_empty()) else {
             return Err(BuildError(errors));
         };
-        let modern = &self.config.modern;
+        let stateless = &self.config.stateless;
         let request_state = RequestStateKey::new(
-            modern.request_state_key.as_deref(),
-            modern.request_state_ttl,
+            stateless.request_state_key.as_deref(),
+            stateless.request_state_ttl,
         )
-        .map_err(|e| BuildError(vec![format!("modern.request_state_key: {e}")]))?;
+        .map_err(|e| BuildError(vec![format!("stateless.request_state_key: {e}")]))?;
         let auth = match &self.config.auth {
             Some(section) => Some(Arc::new(
                 Authenticator::new(section, &self.config_dir)
@@ -405,9 +405,9 @@ impl ServerBuilder {
         let sessions = Arc::new(SessionEnv::new(Arc::clone(&core), store));
         let events = Arc::new(ServerEvents::new(
             vec![Arc::clone(&sessions) as Arc<dyn EventSink>],
-            config.modern.listen_buffer,
+            config.stateless.listen_buffer,
         ));
-        let modern = Arc::new(ModernState {
+        let stateless = Arc::new(StatelessState {
             core: Arc::clone(&core),
             events: Arc::clone(&events),
             request_state,
@@ -416,8 +416,8 @@ impl ServerBuilder {
                 &config.server.node_id,
                 Arc::clone(&metrics),
             ),
-            listen_permits: Arc::new(Semaphore::new(config.modern.max_listen_streams)),
-            call_permits: Arc::new(Semaphore::new(config.modern.max_in_flight)),
+            listen_permits: Arc::new(Semaphore::new(config.stateless.max_listen_streams)),
+            call_permits: Arc::new(Semaphore::new(config.stateless.max_in_flight)),
             principal_calls: KeyedCounts::default(),
             principal_listens: KeyedCounts::default(),
         });
@@ -425,7 +425,7 @@ impl ServerBuilder {
             edge: EdgeLimits::new(&config),
             config,
             sessions,
-            modern,
+            stateless,
             metrics,
             auth,
             anonymous: Principal::anonymous(),

@@ -319,7 +319,7 @@ async fn a_session_call_still_running_after_drain_timeout_gets_an_error_then_the
 }
 
 /// A 2026-07-28 `tools/call` on a client of its own, so on a connection of its own.
-async fn post_modern(url: &str, id: u64, name: &str, arguments: Value) -> reqwest::Response {
+async fn post_stateless(url: &str, id: u64, name: &str, arguments: Value) -> reqwest::Response {
     Modern::call(id, name, arguments)
         .send(&Client::bounded(url, LIMIT))
         .await
@@ -330,7 +330,7 @@ async fn a_stateless_call_still_running_after_drain_timeout_gets_an_error_then_t
     let mut server = TestServer::with_config(&config(SHORT_DRAIN));
     let url = server.url.clone();
     let pending = tokio::spawn(async move {
-        let resp = post_modern(&url, 9, "sleep", json!({ "ms": 30000 })).await;
+        let resp = post_stateless(&url, 9, "sleep", json!({ "ms": 30000 })).await;
         response_with_id(resp, &json!(9)).await
     });
     let (response, started) = response_after_sigterm(&mut server, pending).await;
@@ -345,13 +345,13 @@ async fn stateless_requests_beyond_modern_max_in_flight_get_429() {
     for id in 0..2 {
         let url = server.url.clone();
         running.push(tokio::spawn(async move {
-            post_modern(&url, id, "sleep", json!({ "ms": 1500 }))
+            post_stateless(&url, id, "sleep", json!({ "ms": 1500 }))
                 .await
                 .status()
         }));
     }
     tokio::time::sleep(Duration::from_millis(400)).await;
-    let refused = post_modern(&server.url, 5, "echo", json!({ "text": "x" })).await;
+    let refused = post_stateless(&server.url, 5, "echo", json!({ "text": "x" })).await;
     assert_eq!(refused.status(), 429);
     assert_eq!(
         refused
@@ -365,14 +365,14 @@ async fn stateless_requests_beyond_modern_max_in_flight_get_429() {
         body["error"]["message"]
             .as_str()
             .unwrap_or("")
-            .contains("modern.max_in_flight"),
+            .contains("stateless.max_in_flight"),
         "{body}"
     );
     for task in running {
         assert_eq!(task.await.expect("task"), 200);
     }
     // The permits came back.
-    let served = post_modern(&server.url, 6, "echo", json!({ "text": "x" })).await;
+    let served = post_stateless(&server.url, 6, "echo", json!({ "text": "x" })).await;
     assert_eq!(served.status(), 200);
 }
 
@@ -426,11 +426,11 @@ async fn refused_requests_cannot_flood_the_log() {
     // machine; every other one is refused with 429.
     let url = server.url.clone();
     let holder =
-        tokio::spawn(async move { post_modern(&url, 1, "sleep", json!({ "ms": 60000 })).await });
+        tokio::spawn(async move { post_stateless(&url, 1, "sleep", json!({ "ms": 60000 })).await });
     tokio::time::sleep(Duration::from_millis(300)).await;
     let mut refused = 0;
     for id in 0..300 {
-        if post_modern(&server.url, 100 + id, "echo", json!({ "text": "x" }))
+        if post_stateless(&server.url, 100 + id, "echo", json!({ "text": "x" }))
             .await
             .status()
             == 429

@@ -30,7 +30,7 @@ const LAYERS: &[&[&str]] = &[
     &["protocol"],
     &["jsonrpc"],
     &["metrics"],
-    &["log_format", "log_limit", "keyed_counts"],
+    &["log_format", "log_limit", "keyed_counts", "revision"],
 ];
 
 fn rank(module: &str) -> Option<usize> {

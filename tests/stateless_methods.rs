@@ -150,8 +150,8 @@ async fn get_and_delete_with_modern_header_get_405_allow_post() {
 #[tokio::test]
 async fn list_and_read_results_carry_ttl_and_cache_scope() {
     let mut config = Config::default();
-    config.modern.ttl_ms = 60_000;
-    config.modern.cache_scope = CacheScope::Public;
+    config.stateless.ttl_ms = 60_000;
+    config.stateless.cache_scope = CacheScope::Public;
     // One item per page, so a list spans several pages that must all carry the hints.
     config.pagination.page_size = 1;
     let server = InProcess::start(builder_with_input_features(config)).await;

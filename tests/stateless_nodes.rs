@@ -102,7 +102,10 @@ async fn listen_streams_beyond_the_limit_get_503_with_retry_after() {
     assert!(refused.headers().get("retry-after").is_some());
     let body: Value = refused.json().await.expect("JSON error");
     let message = body["error"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("modern.max_listen_streams"), "{message}");
+    assert!(
+        message.contains("stateless.max_listen_streams"),
+        "{message}"
+    );
     drop(_open);
     // The slot comes back when the stream closes.
     let mut reopened = None;

@@ -98,7 +98,7 @@ fn check(verdicts: &HeaderVerdicts, pairs: &[(&[u8], &[u8])], target: &str, conf
             let value = verdicts.protocol_version_value.as_deref().expect("version");
             assert_eq!(value, version, "{value:?} was read as {version}");
             assert!(
-                !verdicts.modern,
+                !verdicts.stateless,
                 "a handshake revision was routed to 2026-07-28"
             );
         }

@@ -12,7 +12,7 @@ use std::sync::LazyLock;
 
 use libfuzzer_sys::fuzz_target;
 use mcp_actor::features::Features;
-use mcp_actor::fuzzing::{ModernVerdict, check_modern_post, header_map, sample_features};
+use mcp_actor::fuzzing::{StatelessVerdict, check_stateless_post, header_map, sample_features};
 
 static FEATURES: LazyLock<Features> = LazyLock::new(sample_features);
 
@@ -31,17 +31,17 @@ fuzz_target!(|data: &[u8]| {
         })
         .collect();
     let headers = header_map(&pairs);
-    match check_modern_post(&headers, body, &FEATURES) {
-        ModernVerdict::Undecodable(e) => assert!(matches!(e.code, -32700 | -32600)),
-        ModernVerdict::Handshake | ModernVerdict::NotARequest => {}
-        ModernVerdict::Refused(e) => {
+    match check_stateless_post(&headers, body, &FEATURES) {
+        StatelessVerdict::Undecodable(e) => assert!(matches!(e.code, -32700 | -32600)),
+        StatelessVerdict::Handshake | StatelessVerdict::NotARequest => {}
+        StatelessVerdict::Refused(e) => {
             assert!(
                 matches!(e.code, -32020 | -32602 | -32022),
                 "envelope refused with code {}",
                 e.code
             );
         }
-        ModernVerdict::Valid {
+        StatelessVerdict::Valid {
             log_level: _,
             progress_token,
         } => {

@@ -15,7 +15,7 @@ use libfuzzer_sys::fuzz_target;
 use mcp_actor::fuzzing::{Binding, RequestStateKey, StateError};
 use serde_json::Value;
 
-/// A configured key (32 bytes of 7, base64), as `[modern] request_state_key` gives one.
+/// A configured key (32 bytes of 7, base64), as `[stateless] request_state_key` gives one.
 static KEY: LazyLock<RequestStateKey> = LazyLock::new(|| {
     RequestStateKey::new(
         Some("BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc="),

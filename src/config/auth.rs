@@ -47,7 +47,7 @@ pub struct AuthSection {
     #[serde(default = "default_max_tasks_per_principal")]
     pub max_tasks_per_principal: usize,
     /// Open `subscriptions/listen` streams one principal may hold; past it, 429. Keeps one
-    /// principal from taking every slot of `modern.max_listen_streams`.
+    /// principal from taking every slot of `stateless.max_listen_streams`.
     #[serde(default = "default_max_listen_streams_per_principal")]
     pub max_listen_streams_per_principal: usize,
     /// `initialize` requests per second one principal may send (0: unlimited); more get

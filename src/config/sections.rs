@@ -1,5 +1,5 @@
 //! The sections of the configuration that tune the server itself — `[server]`, `[admin]`,
-//! `[http]`, `[sessions]`, `[client_requests]`, `[replay]`, `[pagination]`, `[modern]`,
+//! `[http]`, `[sessions]`, `[client_requests]`, `[replay]`, `[pagination]`, `[stateless]`,
 //! `[tasks]` —
 //! each with its defaults. The provider entries and their limits are in
 //! [`super::providers`]; cross-field checks are in [`super::Config`]'s validation.
@@ -364,10 +364,10 @@ impl CacheScope {
     }
 }
 
-/// `[modern]`: the stateless 2026-07-28 revision served on the same endpoint.
+/// `[stateless]`: the stateless 2026-07-28 revision served on the same endpoint.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct ModernSection {
+pub struct StatelessSection {
     /// Key sealing `requestState` (input_required round trips): 32 bytes, base64. Unset, a
     /// random key is made at start, so only this process can open its states; set the same
     /// key on every node of a cluster to let any node continue any round trip.
@@ -388,9 +388,9 @@ pub struct ModernSection {
     pub max_in_flight: usize,
 }
 
-impl Default for ModernSection {
+impl Default for StatelessSection {
     fn default() -> Self {
-        ModernSection {
+        StatelessSection {
             request_state_key: None,
             request_state_ttl: Duration::from_secs(600),
             ttl_ms: 0,
@@ -402,7 +402,7 @@ impl Default for ModernSection {
     }
 }
 
-/// Decodes a `[modern] request_state_key`: base64 (standard or URL-safe) of exactly 32
+/// Decodes a `[stateless] request_state_key`: base64 (standard or URL-safe) of exactly 32
 /// bytes. Validation and the sealing key (`stateless::request_state`) both use it, so a key
 /// the check accepts is a key the server can use.
 pub fn decode_request_state_key(text: &str) -> Result<[u8; 32], String> {

@@ -115,3 +115,21 @@ fn every_semantic_error_is_reported_in_file_order() {
         .join("\n")
     );
 }
+
+#[test]
+fn the_old_section_name_modern_still_reads_and_both_names_at_once_are_refused() {
+    let old = Config::parse("[modern]\nmax_in_flight = 7\n", "x.toml").unwrap();
+    let new = Config::parse("[stateless]\nmax_in_flight = 7\n", "x.toml").unwrap();
+    assert_eq!(old.stateless.max_in_flight, 7);
+    assert_eq!(old, new);
+    let err = Config::parse(
+        "[modern]\nmax_in_flight = 7\n[stateless]\nmax_in_flight = 8\n",
+        "x.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("[modern]") && err.contains("[stateless]"),
+        "{err}"
+    );
+}

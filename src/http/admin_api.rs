@@ -270,7 +270,7 @@ async fn reload(State(state): State<Arc<AppState>>) -> Response {
 }
 
 async fn list_tasks(State(state): State<Arc<AppState>>) -> Response {
-    let tasks: Vec<Value> = state.modern.tasks.list_for_admin();
+    let tasks: Vec<Value> = state.stateless.tasks.list_for_admin();
     axum::Json(json!({ "tasks": tasks })).into_response()
 }
 

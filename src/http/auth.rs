@@ -21,7 +21,7 @@ use crate::http::error::HttpError;
 use crate::jsonrpc::{Message, RpcError, codes};
 use crate::protocol::Method;
 use crate::protocol::method::ScopeTable;
-use crate::session::Owner;
+use crate::session::SessionOwner;
 use crate::stateless::Caller;
 
 /// The root of RFC 9728's well-known paths.
@@ -45,8 +45,8 @@ impl AppState {
     }
 
     /// Who starts a session: the principal, with its session cap under `[auth]`.
-    pub(crate) fn owner(&self, principal: &Principal) -> Owner {
-        Owner {
+    pub(crate) fn owner(&self, principal: &Principal) -> SessionOwner {
+        SessionOwner {
             key: Arc::clone(&principal.key),
             name: Arc::clone(&principal.name),
             max_sessions: self

@@ -4,7 +4,7 @@
 //! missing session id, 403 for Origin/Host, 404 for an unknown or ended session, 405, 406,
 //! 408, 413, 415; plus 429 and 503 (with `Retry-After`) for our own limits, and 410 for a
 //! `Last-Event-ID` the replay log no longer covers. 2026-07-28 replies map their JSON-RPC
-//! error codes with [`modern_status`], and their refusals convert here too.
+//! error codes with [`stateless_status`], and their refusals convert here too.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -119,7 +119,7 @@ impl HttpError {
 /// The HTTP status of a JSON-RPC error on the 2026-07-28 path (§2.5 of
 /// `shared/spec/stateless-2026-07-28.md`): the request's own faults are 400 (404 for an
 /// unknown method); errors of a well-formed request travel in a 200 reply.
-pub(crate) fn modern_status(code: i64) -> StatusCode {
+pub(crate) fn stateless_status(code: i64) -> StatusCode {
     match code {
         codes::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
         codes::PARSE_ERROR
@@ -245,7 +245,7 @@ impl From<Refusal> for HttpError {
             Refusal::TooManyCalls { .. } => {
                 HttpError::new(StatusCode::TOO_MANY_REQUESTS, code, message)
                     .retry_after(1)
-                    .limit(Limit::ModernMaxInFlight)
+                    .limit(Limit::StatelessMaxInFlight)
             }
             Refusal::TooManyListenStreams { .. } => {
                 HttpError::new(StatusCode::SERVICE_UNAVAILABLE, code, message)

@@ -6,7 +6,7 @@ use axum::http::{HeaderMap, HeaderName, StatusCode, Uri, header};
 use crate::config::HttpSection;
 use crate::http::error::HttpError;
 use crate::jsonrpc::{RpcError, codes};
-use crate::protocol::ProtocolVersion;
+use crate::protocol::Revision;
 use crate::stateless::envelope::{RoutingField, RoutingFields, mismatch};
 
 // Header names as `HeaderName`s: a lookup by `&str` parses the name again on every call.
@@ -193,18 +193,18 @@ pub(crate) fn check_content_type(headers: &HeaderMap) -> Result<(), HttpError> {
 /// The `MCP-Protocol-Version` header, if present. Any supported revision is accepted, even
 /// one other than the session's (conformance sends 2025-03-26 on 2025-11-25 sessions); an
 /// unsupported one gets 400 (spec 2025-06-18 "Protocol Version Header").
-pub(crate) fn protocol_version(headers: &HeaderMap) -> Result<Option<ProtocolVersion>, HttpError> {
+pub(crate) fn protocol_version(headers: &HeaderMap) -> Result<Option<Revision>, HttpError> {
     let Some(value) = headers.get(PROTOCOL_VERSION) else {
         return Ok(None);
     };
     let text = value.to_str().unwrap_or("").trim();
-    ProtocolVersion::parse(text).map(Some).ok_or_else(|| {
+    Revision::parse_handshake(text).map(Some).ok_or_else(|| {
         HttpError::new(
             StatusCode::BAD_REQUEST,
             codes::SERVER_ERROR,
             format!(
                 "Bad Request: unsupported MCP-Protocol-Version {text:?} (supported versions: {})",
-                ProtocolVersion::supported_list()
+                Revision::supported_list()
             ),
         )
     })
@@ -228,7 +228,7 @@ impl RoutingFields for HeaderMap {
     fn single(&self, field: RoutingField<'_>) -> Result<Option<&str>, RpcError> {
         let param;
         let name = match field {
-            RoutingField::ProtocolVersion => PROTOCOL_VERSION,
+            RoutingField::Revision => PROTOCOL_VERSION,
             RoutingField::Method => METHOD,
             RoutingField::Name => NAME,
             RoutingField::Param(token) => {

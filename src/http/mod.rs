@@ -11,9 +11,9 @@ pub(crate) mod connections;
 pub(crate) mod error;
 pub(crate) mod headers;
 pub(crate) mod limits;
-mod modern;
 pub(crate) mod post;
 pub(crate) mod reply;
+mod stateless;
 
 use std::sync::Arc;
 
@@ -30,14 +30,14 @@ use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::session::handle::SessionHandle;
 use crate::session::{SessionEnv, SessionError};
-use crate::stateless::ModernState;
+use crate::stateless::StatelessState;
 use error::HttpError;
 
 /// The router's state: each path's own state, composed by the server.
 pub(crate) struct AppState {
     pub config: Arc<Config>,
     pub sessions: Arc<SessionEnv>,
-    pub modern: Arc<ModernState>,
+    pub stateless: Arc<StatelessState>,
     pub metrics: Arc<Metrics>,
     /// Verifies bearer tokens when `[auth]` is configured.
     pub auth: Option<Arc<Authenticator>>,
@@ -104,7 +104,7 @@ async fn health(State(state): State<Arc<AppState>>, request: axum::extract::Requ
         return axum::Json(serde_json::json!({ "status": "ok" })).into_response();
     }
     let sessions = state.sessions.registry.len();
-    let listen = state.modern.listen_streams();
+    let listen = state.stateless.listen_streams();
     axum::Json(serde_json::json!({ "status": "ok", "sessions": sessions, "listenStreams": listen }))
         .into_response()
 }
@@ -152,7 +152,7 @@ pub(crate) fn readiness_response(state: &AppState) -> Response {
 
 /// GET and DELETE do not exist in 2026-07-28: 405 with `Allow: POST` (spec 2026-07-28
 /// streamable-http, "Earlier Streamable HTTP Revisions").
-fn reject_modern(headers: &HeaderMap) -> Result<(), HttpError> {
+fn reject_stateless(headers: &HeaderMap) -> Result<(), HttpError> {
     if headers::protocol_version_value(headers).is_some_and(crate::stateless::takes_version) {
         return Err(HttpError::method_not_allowed("POST"));
     }
@@ -165,7 +165,7 @@ async fn open_stream(State(state): State<Arc<AppState>>, uri: Uri, headers: Head
     let run = async {
         let config = &state.config.http;
         headers::check_host_and_origin(&headers, &uri, config)?;
-        reject_modern(&headers)?;
+        reject_stateless(&headers)?;
         let principal = state.principal(&headers).await?;
         headers::check_get_accept(&headers)?;
         headers::protocol_version(&headers)?;
@@ -187,7 +187,7 @@ async fn delete_session(
 ) -> Response {
     let run = async {
         headers::check_host_and_origin(&headers, &uri, &state.config.http)?;
-        reject_modern(&headers)?;
+        reject_stateless(&headers)?;
         let principal = state.principal(&headers).await?;
         headers::protocol_version(&headers)?;
         let id = headers::require_session_id(&headers)?;

@@ -12,7 +12,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::http::error::HttpError;
-use crate::http::{AppState, headers, limits, modern, reply};
+use crate::http::{AppState, headers, limits, reply};
 use crate::jsonrpc::{self, DecodeCap, DecodeError, Message, RpcError, codes};
 use crate::log_limit::LogLimiter;
 use crate::metrics::Limit;
@@ -80,7 +80,7 @@ impl EraHint {
             (EraHint::Stateless, _) => true,
             (EraHint::Session, _) => false,
             (EraHint::FromBody, jsonrpc::Body::Single(Message::Request(r))) => {
-                session_id.is_none() && stateless::claims_modern(&r.method, r.params.as_ref())
+                session_id.is_none() && stateless::claims_stateless(&r.method, r.params.as_ref())
             }
             (EraHint::FromBody, _) => false,
         }
@@ -98,14 +98,14 @@ async fn admit(
 ) -> Result<Admitted, HttpError> {
     headers::check_host_and_origin(headers, uri, &state.config.http)?;
     let era = EraHint::of(headers);
-    let modern_header = era == EraHint::Stateless;
-    if headers::session_id(headers).is_none() && !modern_header {
+    let stateless_header = era == EraHint::Stateless;
+    if headers::session_id(headers).is_none() && !stateless_header {
         // Only initialize starts here: counted per address before any work, tokens included.
         state
             .edge
             .initialize_from(state.edge.client_ip(peer, headers))?;
     }
-    if modern_header {
+    if stateless_header {
         headers::check_json_accept(headers)?;
     } else {
         headers::check_post_accept(headers)?;
@@ -180,7 +180,10 @@ async fn handle_post(
             return Err(HttpError::bad_request(e).limit(limit));
         }
         Err(DecodeError::Malformed(e)) if era == EraHint::Stateless => {
-            return Ok(modern::respond(stateless::Reply::error(None, e), state));
+            return Ok(super::stateless::respond(
+                stateless::Reply::error(None, e),
+                state,
+            ));
         }
         Err(DecodeError::Malformed(e)) => return Err(HttpError::bad_request(e)),
     };
@@ -213,15 +216,18 @@ async fn post_stateless(
 ) -> Result<Response, HttpError> {
     let mut caller = state.caller(principal);
     caller.traceparent = headers::traceparent(headers);
-    let transport = stateless::Transport {
+    let transport = stateless::StatelessTransport {
         caller: &caller,
         fields: headers,
         version: headers::protocol_version_value(headers),
         accepts_stream: headers::check_get_accept(headers).is_ok(),
     };
     let permit = state.edge.sse_permit(&principal.key)?;
-    let reply = stateless::serve(&state.modern, transport, decoded).await;
-    Ok(limits::hold(modern::respond(reply, state), permit))
+    let reply = stateless::serve(&state.stateless, transport, decoded).await;
+    Ok(limits::hold(
+        super::stateless::respond(reply, state),
+        permit,
+    ))
 }
 
 /// A handshake-era POST: `initialize` starts a session, anything else goes to the

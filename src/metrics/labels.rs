@@ -2,33 +2,9 @@
 //! series. Each enum's position indexes the handles [`Metrics`](super::Metrics) resolved
 //! for it, and `label` is the value exported.
 
-/// The protocol revision a request was served in: the session's negotiated version, or
-/// the stateless revision.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Era {
-    V2025_03_26,
-    V2025_06_18,
-    V2025_11_25,
-    V2026_07_28,
-}
-
-impl Era {
-    pub const ALL: [Era; 4] = [
-        Era::V2025_03_26,
-        Era::V2025_06_18,
-        Era::V2025_11_25,
-        Era::V2026_07_28,
-    ];
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Era::V2025_03_26 => "2025-03-26",
-            Era::V2025_06_18 => "2025-06-18",
-            Era::V2025_11_25 => "2025-11-25",
-            Era::V2026_07_28 => "2026-07-28",
-        }
-    }
-}
+/// The protocol revision a request was served in (the `version` label): the session's
+/// negotiated version, or the stateless revision.
+pub use crate::revision::Revision;
 
 /// Why a session ended (`mcp_sessions_ended_total{reason}`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,15 +72,15 @@ pub enum Limit {
     MaxBodyBytes,
     /// `sessions.max_in_flight` (429).
     MaxInFlight,
-    /// `modern.max_in_flight` (429).
-    ModernMaxInFlight,
+    /// `stateless.max_in_flight` (429).
+    StatelessMaxInFlight,
     /// `sessions.max_sessions` (503).
     MaxSessions,
     /// A session's mailbox stayed full for `sessions.mailbox_wait` (503).
     MailboxFull,
     /// `http.max_connections` (503, then the connection closes).
     MaxConnections,
-    /// `modern.max_listen_streams` (503).
+    /// `stateless.max_listen_streams` (503).
     MaxListenStreams,
     /// The node is draining (503).
     Draining,
@@ -162,7 +138,7 @@ impl Limit {
     pub const ALL: [Limit; 32] = [
         Limit::MaxBodyBytes,
         Limit::MaxInFlight,
-        Limit::ModernMaxInFlight,
+        Limit::StatelessMaxInFlight,
         Limit::MaxSessions,
         Limit::MailboxFull,
         Limit::MaxConnections,
@@ -198,7 +174,7 @@ impl Limit {
         match self {
             Limit::MaxBodyBytes => "max_body_bytes",
             Limit::MaxInFlight => "max_in_flight",
-            Limit::ModernMaxInFlight => "modern_max_in_flight",
+            Limit::StatelessMaxInFlight => "modern_max_in_flight",
             Limit::MaxSessions => "max_sessions",
             Limit::MailboxFull => "mailbox_full",
             Limit::MaxConnections => "max_connections",

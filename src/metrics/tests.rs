@@ -38,15 +38,20 @@ fn every_metric_is_exported_before_anything_happens() {
 fn requests_are_counted_by_method_era_and_outcome_with_unknown_methods_as_other() {
     let metrics = Arc::new(Metrics::new("", ["tools/call", "ping"]));
     let ping = MethodLabel::new(1);
-    metrics.record_request(ping, Era::V2025_06_18, true, Duration::from_micros(100));
-    metrics.record_request(ping, Era::V2025_06_18, true, Duration::from_millis(2));
+    metrics.record_request(
+        ping,
+        Revision::V2025_06_18,
+        true,
+        Duration::from_micros(100),
+    );
+    metrics.record_request(ping, Revision::V2025_06_18, true, Duration::from_millis(2));
     metrics
-        .start_request(MethodLabel::OTHER, Era::V2026_07_28)
+        .start_request(MethodLabel::OTHER, Revision::V2026_07_28)
         .finish(false);
     // Dropped unanswered: an error. Discarded: nothing.
-    drop(metrics.start_request(MethodLabel::new(0), Era::V2025_11_25));
+    drop(metrics.start_request(MethodLabel::new(0), Revision::V2025_11_25));
     metrics
-        .start_request(MethodLabel::new(0), Era::V2025_03_26)
+        .start_request(MethodLabel::new(0), Revision::V2025_03_26)
         .discard();
     let text = metrics.encode_prometheus();
     let count = |labels: &str| sample(&text, &format!("mcp_requests_total{{{labels}}}"));

@@ -29,7 +29,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::config::{Config, ConfigError, ConfigWarning, ToolConfig, ToolKind, located_errors};
+use crate::config::{
+    Config, ConfigError, ConfigWarning, ToolConfig, ToolKind, located_errors, read_file,
+};
 use crate::features::FeatureSet;
 use crate::metrics::Metrics;
 pub use descendants::{RUN_MARKER_VAR, become_child_subreaper};
@@ -85,58 +87,11 @@ pub struct Provided {
     pub warnings: Vec<ConfigWarning>,
 }
 
-/// A parsed configuration with the text it came from, so errors found while building the
-/// providers can still name the file and line.
-#[derive(Debug, Clone)]
-pub struct LoadedConfig {
-    pub config: Config,
-    text: String,
-    origin: String,
-    /// Relative paths in the configuration resolve against the file's directory.
-    base_dir: PathBuf,
-}
+pub use crate::config::LoadedConfig;
 
+/// Building the providers of a loaded configuration: the half of [`LoadedConfig`] that
+/// needs them (reading and parsing it is `config`'s).
 impl LoadedConfig {
-    /// The directory relative paths in the configuration resolve against.
-    pub fn base_dir(&self) -> &Path {
-        &self.base_dir
-    }
-
-    /// Whether the operator's file sets `key` of `[table]` itself. The embedded default
-    /// configuration sets nothing on anyone's behalf, so it answers false.
-    pub fn sets(&self, table: &str, key: &str) -> bool {
-        if self.text == crate::config::DEFAULT_CONFIG_TOML {
-            return false;
-        }
-        // The text already parsed as the configuration, so it parses as a table.
-        self.text
-            .parse::<toml::Table>()
-            .is_ok_and(|t| t.get(table).and_then(|v| v.get(key)).is_some())
-    }
-
-    /// Reads and validates `path`, or the embedded default configuration when `None`.
-    pub fn read(path: Option<&Path>) -> Result<Self, ConfigError> {
-        let Some(path) = path else {
-            let text = crate::config::DEFAULT_CONFIG_TOML.to_string();
-            let origin = "<embedded default config>".to_string();
-            let config = Config::parse(&text, &origin)?;
-            return Ok(LoadedConfig {
-                config,
-                text,
-                origin,
-                base_dir: PathBuf::from("."),
-            });
-        };
-        let (text, origin, base_dir) = read_file(path)?;
-        let config = Config::parse(&text, &origin)?;
-        Ok(LoadedConfig {
-            config,
-            text,
-            origin,
-            base_dir,
-        })
-    }
-
     /// Reads `path` and builds its providers with a fresh [`ProviderRuntime`], as
     /// [`LoadedConfig::read`] then [`LoadedConfig::build`] do, but reports the errors of both
     /// in one go, in file order: what `mcp-actor check` prints. The providers are built only
@@ -192,21 +147,6 @@ impl LoadedConfig {
             .collect();
         provided
     }
-}
-
-/// The text of the configuration file at `path`, its name for errors, and the directory
-/// its relative paths resolve against.
-fn read_file(path: &Path) -> Result<(String, String, PathBuf), ConfigError> {
-    let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-        path: origin.clone(),
-        source,
-    })?;
-    let base_dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    Ok((text, origin, base_dir))
 }
 
 /// Builds the tools, resources and prompts of `config`; relative paths resolve against

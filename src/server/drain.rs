@@ -19,7 +19,7 @@ pub(super) async fn drain_then_shut_down(
 ) {
     let timeout = app.config.server.drain_timeout;
     let deadline = tokio::time::Instant::now() + timeout;
-    let left = || (app.sessions.registry.len(), app.modern.calls_in_flight());
+    let left = || (app.sessions.registry.len(), app.stateless.calls_in_flight());
     let (sessions, calls) = left();
     tracing::info!(
         sessions,
@@ -43,7 +43,7 @@ pub(super) async fn drain_then_shut_down(
     } else {
         tracing::info!("drained: every session has ended");
     }
-    crate::stateless::tasks::drain::settle_tasks(&app.modern, deadline).await;
+    crate::stateless::tasks::drain::settle_tasks(&app.stateless, deadline).await;
     shutdown.cancel();
     // Every session has ended, so every upstream connection is stopping: wait for their
     // processes (stdin closed, SIGTERM, SIGKILL: at most twice the grace period).

@@ -31,7 +31,7 @@ use crate::jsonrpc::{self, Message, Notification, Request, RequestId, Response, 
 use crate::log_limit::warn_limited;
 use crate::metrics::RequestTimer;
 use crate::protocol::method::{ClientNotification, FeatureMethod, Served};
-use crate::protocol::{ClientInfo, LogLevel, Method, ProtocolVersion, progress_token};
+use crate::protocol::{ClientInfo, LogLevel, Method, Revision, progress_token};
 use crate::providers::upstream::Scope;
 use crate::session::handle::SessionLink;
 use crate::session::pending::PendingClientRequests;
@@ -64,7 +64,7 @@ enum Flow {
 
 pub(super) struct SessionActor {
     id: Arc<str>,
-    version: ProtocolVersion,
+    version: Revision,
     client: Arc<ClientInfo>,
     env: Arc<SessionEnv>,
     /// The key of the principal that created the session.
@@ -103,7 +103,7 @@ pub(super) struct SessionActor {
 impl SessionActor {
     pub(super) fn new(
         id: Arc<str>,
-        version: ProtocolVersion,
+        version: Revision,
         client: Arc<ClientInfo>,
         env: Arc<SessionEnv>,
         rx: mpsc::Receiver<SessionMsg>,
@@ -319,11 +319,7 @@ impl SessionActor {
         let Request { id, method, params } = request;
         debug!(session = %self.id, %method, request_id = %id, "request");
         let label = Method::metric_label_of(&method, false);
-        let timer = self
-            .env
-            .core
-            .metrics
-            .start_request(label, self.version.into());
+        let timer = self.env.core.metrics.start_request(label, self.version);
         if self.in_flight.contains_key(&id) {
             let error = RpcError::invalid_request(format!(
                 "request id {id} is already in use by a request in flight"

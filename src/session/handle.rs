@@ -16,7 +16,7 @@ use crate::context::{ClientLink, ClientRequestError, Grants, Notice};
 use crate::events::ServerEvent;
 use crate::jsonrpc::{Message, RequestId};
 use crate::log_limit::warn_limited;
-use crate::protocol::ProtocolVersion;
+use crate::protocol::Revision;
 use crate::session::SessionError;
 use crate::session::messages::{ClientRequestMsg, OpenStreamMsg, PostMsg, PostOutcome, SessionMsg};
 use crate::session::streams::Attachment;
@@ -27,7 +27,7 @@ pub(crate) struct SessionHandle {
     /// The key of the principal that created the session: only it may use the session.
     pub owner: Arc<str>,
     /// Fixed at initialize, so handlers may read it without asking the actor.
-    pub version: ProtocolVersion,
+    pub version: Revision,
     tx: mpsc::Sender<SessionMsg>,
     mailbox_wait: Duration,
 }
@@ -36,7 +36,7 @@ impl SessionHandle {
     pub(super) fn new(
         id: Arc<str>,
         owner: Arc<str>,
-        version: ProtocolVersion,
+        version: Revision,
         tx: mpsc::Sender<SessionMsg>,
         mailbox_wait: Duration,
     ) -> Self {

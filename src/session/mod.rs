@@ -26,8 +26,7 @@ use tokio::sync::mpsc;
 use crate::core::Core;
 use crate::events::{EventSink, ServerEvent};
 use crate::jsonrpc::{self, RpcError};
-use crate::metrics::Era;
-use crate::protocol::{ClientInfo, ProtocolVersion};
+use crate::protocol::{ClientInfo, Revision};
 use handle::SessionHandle;
 use registry::{RegistryFull, SessionRegistry};
 pub(crate) use restore::{delete as delete_session, find as find_session, watch_moves};
@@ -123,7 +122,7 @@ pub(crate) enum SessionError {
 /// Who is starting a session: the principal's key (only it may use the session), a name
 /// for logs, and its own session cap (`auth.max_sessions_per_principal`; `None` without
 /// authentication, where the server's cap is the only one).
-pub(crate) struct Owner {
+pub(crate) struct SessionOwner {
     pub key: Arc<str>,
     pub name: Arc<str>,
     pub max_sessions: Option<usize>,
@@ -144,13 +143,13 @@ fn mint_session_id(node_id: &str) -> Arc<str> {
 pub(crate) fn initialize(
     env: &Arc<SessionEnv>,
     request: &jsonrpc::Request,
-    owner: &Owner,
+    owner: &SessionOwner,
 ) -> Result<(SessionHandle, bytes::Bytes), SessionError> {
     let started = std::time::Instant::now();
     let answer = answer_initialize(env, request, owner);
     let (era, ok) = match &answer {
-        Ok((handle, _)) => (Era::from(handle.version), true),
-        Err(SessionError::Invalid(_)) => (Era::from(ProtocolVersion::LATEST), false),
+        Ok((handle, _)) => (handle.version, true),
+        Err(SessionError::Invalid(_)) => (Revision::LATEST, false),
         Err(_) => return answer,
     };
     let method = crate::protocol::Method::Initialize.metric_label(false);
@@ -163,7 +162,7 @@ pub(crate) fn initialize(
 fn answer_initialize(
     env: &Arc<SessionEnv>,
     request: &jsonrpc::Request,
-    owner: &Owner,
+    owner: &SessionOwner,
 ) -> Result<(SessionHandle, bytes::Bytes), SessionError> {
     let params = jsonrpc::params_object(request.params.as_ref()).map_err(SessionError::Invalid)?;
     let requested = params
@@ -176,7 +175,7 @@ fn answer_initialize(
         })?;
     // A supported revision is answered as asked; any other gets our latest, and the client
     // decides whether it can speak it.
-    let version = ProtocolVersion::parse(requested).unwrap_or(ProtocolVersion::LATEST);
+    let version = Revision::parse_handshake(requested).unwrap_or(Revision::LATEST);
     let client = ClientInfo {
         implementation: params.get("clientInfo").cloned().unwrap_or(Value::Null),
         capabilities: params
@@ -203,9 +202,9 @@ fn answer_initialize(
 /// Starts a session actor for a client that is being answered `initialize`, and registers it.
 fn start(
     env: &Arc<SessionEnv>,
-    version: ProtocolVersion,
+    version: Revision,
     client: ClientInfo,
-    owner: &Owner,
+    owner: &SessionOwner,
 ) -> Result<SessionHandle, SessionError> {
     if env.core.drain.is_cancelled() {
         return Err(SessionError::Draining);
@@ -229,9 +228,9 @@ fn start(
 fn launch(
     env: &Arc<SessionEnv>,
     id: Arc<str>,
-    version: ProtocolVersion,
+    version: Revision,
     client: ClientInfo,
-    owner: &Owner,
+    owner: &SessionOwner,
     slot: registry::SessionSlot,
 ) -> (
     SessionHandle,

@@ -21,9 +21,9 @@ use super::actor::record::{RecordKeeper, Start, first_record, record_ttl};
 use super::handle::SessionHandle;
 use super::messages::SessionMsg;
 use super::registry::RegistryFull;
-use super::{Owner, SessionEnv, SessionError, launch};
+use super::{SessionEnv, SessionError, SessionOwner, launch};
 use crate::log_limit::warn_limited;
-use crate::protocol::{ClientInfo, ProtocolVersion};
+use crate::protocol::{ClientInfo, Revision};
 use crate::store::SessionRecord;
 
 /// One gate per session id being restored; an entry lives only while someone waits on it.
@@ -33,8 +33,8 @@ pub(super) type Restoring = DashMap<Arc<str>, Arc<tokio::sync::Mutex<()>>>;
 /// `None` without a store.
 pub(super) fn new_record(
     env: &SessionEnv,
-    owner: &Owner,
-    version: ProtocolVersion,
+    owner: &SessionOwner,
+    version: Revision,
     client: &ClientInfo,
 ) -> Result<Option<SessionRecord>, SessionError> {
     let Some(store) = &env.store else {
@@ -99,7 +99,7 @@ pub(super) fn keep(
 pub(crate) async fn find(
     env: &Arc<SessionEnv>,
     id: &str,
-    owner: &Owner,
+    owner: &SessionOwner,
 ) -> Result<SessionHandle, SessionError> {
     if let Some(handle) = env.registry.get(id, &owner.key) {
         return Ok(handle);
@@ -124,7 +124,7 @@ pub(crate) async fn find(
 async fn restore(
     env: &Arc<SessionEnv>,
     id: &str,
-    owner: &Owner,
+    owner: &SessionOwner,
 ) -> Result<SessionHandle, SessionError> {
     let Some(store) = &env.store else {
         return Err(SessionError::NotFound);
@@ -134,7 +134,7 @@ async fn restore(
     let Some(record) = record.filter(|r| *r.principal == *owner.key) else {
         return Err(SessionError::NotFound);
     };
-    let Some(version) = ProtocolVersion::parse(&record.protocol_version) else {
+    let Some(version) = Revision::parse_handshake(&record.protocol_version) else {
         return Err(SessionError::NotFound);
     };
     // A draining node takes no session over: the request is handed to another node, which
@@ -193,7 +193,7 @@ async fn restore(
 pub(crate) async fn delete(
     env: &Arc<SessionEnv>,
     id: &str,
-    owner: &Owner,
+    owner: &SessionOwner,
 ) -> Result<(), SessionError> {
     if env.store.is_none() {
         let live = env.registry.get(id, &owner.key);
@@ -212,7 +212,11 @@ pub(crate) async fn delete(
     deleted
 }
 
-async fn delete_gated(env: &Arc<SessionEnv>, id: &str, owner: &Owner) -> Result<(), SessionError> {
+async fn delete_gated(
+    env: &Arc<SessionEnv>,
+    id: &str,
+    owner: &SessionOwner,
+) -> Result<(), SessionError> {
     let Some(store) = &env.store else {
         return Err(SessionError::NotFound);
     };

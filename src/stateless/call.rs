@@ -14,14 +14,14 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use super::link::{Frame, MAX_INPUT_REQUESTS, StatelessLink, TaskStart, take_input_requests};
 use super::request_state::Binding;
 use super::stamp::stamped_response;
-use super::{Caller, ModernState, Refusal, Reply, envelope, missing_capability, tasks};
+use super::{Caller, Refusal, Reply, StatelessState, envelope, missing_capability, tasks};
 use crate::audit::Requester;
 use crate::context::{ClientLink, ContextParts};
 use crate::dispatch::run_handler;
 use crate::jsonrpc::{self, Request, RequestId, RpcError, codes};
 use crate::metrics::RequestTimer;
 use crate::protocol::method::FeatureMethod;
-use crate::protocol::{MODERN_VERSION, object};
+use crate::protocol::{STATELESS_VERSION, object};
 
 /// The binding of a request's `requestState`: what a retry must repeat, and who must send
 /// it (`principal`, the caller's key).
@@ -41,7 +41,7 @@ fn binding(request: &Request, method: FeatureMethod, principal: &str) -> Binding
 
 /// Earlier answers (from `requestState`) merged with this retry's `inputResponses`.
 fn gathered_answers(
-    state: &ModernState,
+    state: &StatelessState,
     request: &Request,
     method: FeatureMethod,
     principal: &str,
@@ -74,7 +74,7 @@ fn gathered_answers(
 /// below). The running handler takes `timer` and records the request when its outcome is
 /// known; a reply made before then leaves it to the caller.
 pub(super) async fn run(
-    state: &Arc<ModernState>,
+    state: &Arc<StatelessState>,
     request: Request,
     method: FeatureMethod,
     envelope: envelope::Envelope,
@@ -83,7 +83,7 @@ pub(super) async fn run(
 ) -> Reply {
     // Held by the running handler, so a request counts until its handler ends or is dropped.
     let Ok(permit) = Arc::clone(&state.call_permits).try_acquire_owned() else {
-        let limit = state.core.config.modern.max_in_flight;
+        let limit = state.core.config.stateless.max_in_flight;
         return Reply::Refused(Refusal::TooManyCalls { limit });
     };
     let principal_slot = match caller.max_in_flight {
@@ -154,7 +154,7 @@ pub(super) async fn run(
         Arc::clone(&features),
         Arc::clone(&state.core.metrics),
         &state.core.config.server.node_id,
-        MODERN_VERSION,
+        STATELESS_VERSION,
         parts,
         method,
         request.params.as_ref(),
@@ -294,7 +294,7 @@ impl Running {
 /// The messages of a run that notified before its result. It ends with the final response,
 /// even if a clone of the context lingers, or with an error on shutdown.
 fn stream(
-    state: &ModernState,
+    state: &StatelessState,
     id: RequestId,
     first: Frame,
     rx: mpsc::Receiver<Frame>,

@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 use crate::features::Features;
 use crate::jsonrpc::{RpcError, codes};
 use crate::protocol::method::Target;
-use crate::protocol::{ClientInfo, LogLevel, MODERN_VERSION, Method, progress_token};
+use crate::protocol::{ClientInfo, LogLevel, Method, STATELESS_VERSION, progress_token};
 
 pub(crate) const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 pub(crate) const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
@@ -27,7 +27,7 @@ pub(crate) const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 /// agree with it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum RoutingField<'a> {
-    ProtocolVersion,
+    Revision,
     Method,
     Name,
     /// `x-mcp-header` token of a tool argument.
@@ -49,7 +49,7 @@ pub(crate) struct Envelope {
 }
 
 /// Whether a body carries the modern claim: `params._meta` names a protocol version.
-pub(crate) fn has_modern_claim(params: Option<&Value>) -> bool {
+pub(crate) fn has_stateless_claim(params: Option<&Value>) -> bool {
     params
         .and_then(|p| p.get("_meta"))
         .and_then(|m| m.get(META_PROTOCOL_VERSION))
@@ -80,13 +80,13 @@ pub(crate) fn validate(
     params: Option<&Value>,
     features: &Features,
 ) -> Result<Envelope, RpcError> {
-    let header_version = fields.single(RoutingField::ProtocolVersion)?;
+    let header_version = fields.single(RoutingField::Revision)?;
     let header_method = fields.single(RoutingField::Method)?;
     let header_name = fields.single(RoutingField::Name)?;
 
     let meta = params.and_then(|p| p.get("_meta")).and_then(Value::as_object).ok_or_else(|| {
         RpcError::invalid_params(format!(
-            "missing params._meta: a {MODERN_VERSION} request carries {META_PROTOCOL_VERSION} and {META_CLIENT_CAPABILITIES} in params._meta"
+            "missing params._meta: a {STATELESS_VERSION} request carries {META_PROTOCOL_VERSION} and {META_CLIENT_CAPABILITIES} in params._meta"
         ))
     })?;
     let body_version = meta.get(META_PROTOCOL_VERSION).ok_or_else(|| {
@@ -133,12 +133,12 @@ pub(crate) fn validate(
     let version = body_version_str.ok_or_else(|| {
         RpcError::invalid_params(format!("{META_PROTOCOL_VERSION} must be a string"))
     })?;
-    if version != MODERN_VERSION {
+    if version != STATELESS_VERSION {
         return Err(RpcError::new(
             codes::UNSUPPORTED_PROTOCOL_VERSION,
-            format!("protocol version {version:?} is not supported; this endpoint serves {MODERN_VERSION} per request, or the handshake revisions through initialize"),
+            format!("protocol version {version:?} is not supported; this endpoint serves {STATELESS_VERSION} per request, or the handshake revisions through initialize"),
         )
-        .with_data(json!({ "supported": [MODERN_VERSION], "requested": version })));
+        .with_data(json!({ "supported": [STATELESS_VERSION], "requested": version })));
     }
     if Method::parse(method) == Some(Method::ToolsCall) {
         check_param_headers(fields, params, features)?;

@@ -15,7 +15,7 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::{OwnedSemaphorePermit, broadcast};
 
-use super::{ModernState, Refusal, Reply, Transport};
+use super::{Refusal, Reply, StatelessState, StatelessTransport};
 use crate::events::ServerEvent;
 use crate::jsonrpc::{self, Request, RequestId, RpcError};
 use crate::keyed_counts::KeyedSlot;
@@ -118,8 +118,8 @@ impl Filter {
 
 /// Opens a listen stream: the acknowledgement, then the events the filter selects.
 pub(crate) async fn open(
-    state: &Arc<ModernState>,
-    transport: &Transport<'_>,
+    state: &Arc<StatelessState>,
+    transport: &StatelessTransport<'_>,
     request: Request,
 ) -> Reply {
     if !transport.accepts_stream {
@@ -130,7 +130,7 @@ pub(crate) async fn open(
         Err(e) => return Reply::error(Some(&request.id), e),
     };
     let Ok(permit) = Arc::clone(&state.listen_permits).try_acquire_owned() else {
-        let limit = state.core.config.modern.max_listen_streams;
+        let limit = state.core.config.stateless.max_listen_streams;
         tracing::debug!(
             limit,
             "subscriptions/listen refused: too many listen streams"
@@ -171,11 +171,11 @@ pub(crate) async fn open(
 }
 
 struct Listening {
-    state: Arc<ModernState>,
+    state: Arc<StatelessState>,
     filter: Filter,
     id: RequestId,
     events: broadcast::Receiver<Arc<ServerEvent>>,
-    /// A slot among `modern.max_listen_streams`, given back when the stream is dropped.
+    /// A slot among `stateless.max_listen_streams`, given back when the stream is dropped.
     _permit: OwnedSemaphorePermit,
     /// A slot among the principal's `auth.max_listen_streams_per_principal`.
     _principal_slot: Option<KeyedSlot>,

@@ -32,15 +32,15 @@ use crate::core::Core;
 use crate::events::ServerEvents;
 use crate::jsonrpc::{self, Message, Request, RequestId, RpcError, codes};
 use crate::keyed_counts::KeyedCounts;
-use crate::metrics::{Era, RequestTimer};
+use crate::metrics::RequestTimer;
 use crate::protocol::method::{Served, StatelessMethod};
-use crate::protocol::{MODERN_VERSION, Method, ProtocolVersion, is_handshake_version};
+use crate::protocol::{Method, Revision, STATELESS_VERSION, is_handshake_version};
 use envelope::RoutingFields;
 use request_state::RequestStateKey;
 use tasks::TaskStore;
 
 /// What the stateless path owns, server-wide: nothing here is per request.
-pub(crate) struct ModernState {
+pub(crate) struct StatelessState {
     /// What both eras read. Draining refuses every new request (503) and lets those in
     /// flight run to their end; shutdown makes calls answer an error and ends listen streams.
     pub core: Arc<Core>,
@@ -50,9 +50,9 @@ pub(crate) struct ModernState {
     pub request_state: RequestStateKey,
     /// Tasks of the `io.modelcontextprotocol/tasks` extension.
     pub tasks: TaskStore,
-    /// Open `subscriptions/listen` streams (`modern.max_listen_streams`): each holds a permit.
+    /// Open `subscriptions/listen` streams (`stateless.max_listen_streams`): each holds a permit.
     pub listen_permits: Arc<Semaphore>,
-    /// Requests in flight (`modern.max_in_flight`): each running handler holds a permit.
+    /// Requests in flight (`stateless.max_in_flight`): each running handler holds a permit.
     pub call_permits: Arc<Semaphore>,
     /// Requests in flight per principal (`auth.max_in_flight_per_principal`).
     pub principal_calls: KeyedCounts,
@@ -60,7 +60,7 @@ pub(crate) struct ModernState {
     pub principal_listens: KeyedCounts,
 }
 
-impl ModernState {
+impl StatelessState {
     /// The scope of upstream connections a request of `principal` from `client` uses.
     pub(crate) fn upstream_scope(
         &self,
@@ -77,12 +77,12 @@ impl ModernState {
 
     /// Open `subscriptions/listen` streams.
     pub fn listen_streams(&self) -> usize {
-        self.core.config.modern.max_listen_streams - self.listen_permits.available_permits()
+        self.core.config.stateless.max_listen_streams - self.listen_permits.available_permits()
     }
 
     /// Requests running now (listen streams are not counted: they never finish).
     pub fn calls_in_flight(&self) -> usize {
-        self.core.config.modern.max_in_flight - self.call_permits.available_permits()
+        self.core.config.stateless.max_in_flight - self.call_permits.available_permits()
     }
 }
 
@@ -103,10 +103,12 @@ pub(crate) enum Reply {
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum Refusal {
     #[error(
-        "the server already runs {limit} 2026-07-28 requests (modern.max_in_flight); retry shortly"
+        "the server already runs {limit} 2026-07-28 requests (stateless.max_in_flight); retry shortly"
     )]
     TooManyCalls { limit: usize },
-    #[error("the server has {limit} listen streams open (modern.max_listen_streams); retry later")]
+    #[error(
+        "the server has {limit} listen streams open (stateless.max_listen_streams); retry later"
+    )]
     TooManyListenStreams { limit: usize },
     #[error(
         "you already have {limit} 2026-07-28 requests in flight (auth.max_in_flight_per_principal); retry when one finishes"
@@ -150,7 +152,7 @@ impl Reply {
     }
 
     /// The response carrying `result`, with what every result of `method` carries.
-    fn result(state: &ModernState, method: Method, id: &RequestId, result: Value) -> Reply {
+    fn result(state: &StatelessState, method: Method, id: &RequestId, result: Value) -> Reply {
         Reply::Response {
             body: stamp::stamped_response(state, method, id, result),
             error: None,
@@ -165,8 +167,8 @@ pub(crate) fn takes_version(version: &str) -> bool {
 }
 
 /// Whether a request without version header claims the modern revision in its `_meta`.
-pub(crate) fn claims_modern(method: &str, params: Option<&Value>) -> bool {
-    Method::parse(method) != Some(Method::Initialize) && envelope::has_modern_claim(params)
+pub(crate) fn claims_stateless(method: &str, params: Option<&Value>) -> bool {
+    Method::parse(method) != Some(Method::Initialize) && envelope::has_stateless_claim(params)
 }
 
 /// Who sent a modern POST, as the transport authenticated it.
@@ -187,7 +189,7 @@ pub(crate) struct Caller {
 }
 
 /// What the transport knows of one modern POST besides its body.
-pub(crate) struct Transport<'a> {
+pub(crate) struct StatelessTransport<'a> {
     /// Who sent it.
     pub caller: &'a Caller,
     /// The routing fields (in HTTP, the `Mcp-*` headers).
@@ -200,8 +202,8 @@ pub(crate) struct Transport<'a> {
 
 /// Serves one modern POST whose body is already decoded.
 pub(crate) async fn serve(
-    state: &Arc<ModernState>,
-    transport: Transport<'_>,
+    state: &Arc<StatelessState>,
+    transport: StatelessTransport<'_>,
     body: jsonrpc::Body,
 ) -> Reply {
     if state.core.drain.is_cancelled() && !tasks::continues_while_draining(&body) {
@@ -213,7 +215,7 @@ pub(crate) async fn serve(
             return Reply::error(
                 None,
                 RpcError::invalid_request(format!(
-                    "{MODERN_VERSION} takes one message per POST, not a batch"
+                    "{STATELESS_VERSION} takes one message per POST, not a batch"
                 )),
             );
         }
@@ -222,7 +224,7 @@ pub(crate) async fn serve(
         Message::Request(r) => r,
         Message::Notification(_) => {
             return match transport.version {
-                Some(v) if v != MODERN_VERSION => Reply::error(None, unsupported_version(v)),
+                Some(v) if v != STATELESS_VERSION => Reply::error(None, unsupported_version(v)),
                 // Notifications have no effect without a session; cancellation is closing the
                 // response stream (spec 2026-07-28 `basic/patterns/cancellation.mdx`).
                 _ => Reply::Accepted,
@@ -232,13 +234,18 @@ pub(crate) async fn serve(
             return Reply::error(
                 None,
                 RpcError::invalid_request(format!(
-                    "{MODERN_VERSION} clients never send responses: the server sends no requests"
+                    "{STATELESS_VERSION} clients never send responses: the server sends no requests"
                 )),
             );
         }
     };
     let label = Method::metric_label_of(&request.method, true);
-    let mut timer = Some(state.core.metrics.start_request(label, Era::V2026_07_28));
+    let mut timer = Some(
+        state
+            .core
+            .metrics
+            .start_request(label, Revision::V2026_07_28),
+    );
     let reply = route(state, transport, request, &mut timer).await;
     if let Some(timer) = timer {
         settle(timer, &reply);
@@ -258,8 +265,8 @@ fn settle(timer: RequestTimer, reply: &Reply) {
 
 /// Routes one request by who serves its method. A feature call takes `timer` into its task.
 async fn route(
-    state: &Arc<ModernState>,
-    transport: Transport<'_>,
+    state: &Arc<StatelessState>,
+    transport: StatelessTransport<'_>,
     request: Request,
     timer: &mut Option<RequestTimer>,
 ) -> Reply {
@@ -271,7 +278,7 @@ async fn route(
         .is_some_and(|p| p.get("_meta").is_some_and(Value::is_object));
     if let Some(version) = transport
         .version
-        .filter(|v| *v != MODERN_VERSION && !has_envelope)
+        .filter(|v| *v != STATELESS_VERSION && !has_envelope)
     {
         return Reply::error(Some(&request.id), unsupported_version(version));
     }
@@ -309,7 +316,7 @@ async fn route(
                 Some(&request.id),
                 RpcError::new(
                     codes::METHOD_NOT_FOUND,
-                    format!("method {method:?} does not exist in {MODERN_VERSION}"),
+                    format!("method {method:?} does not exist in {STATELESS_VERSION}"),
                 ),
             )
         }
@@ -320,17 +327,17 @@ fn unsupported_version(version: &str) -> RpcError {
     RpcError::new(
         codes::UNSUPPORTED_PROTOCOL_VERSION,
         format!(
-            "protocol version {version:?} is not supported: send {MODERN_VERSION} per request, \
+            "protocol version {version:?} is not supported: send {STATELESS_VERSION} per request, \
              or {} after an initialize handshake",
-            ProtocolVersion::supported_list()
+            Revision::supported_list()
         ),
     )
-    .with_data(json!({ "supported": [MODERN_VERSION], "requested": version }))
+    .with_data(json!({ "supported": [STATELESS_VERSION], "requested": version }))
 }
 
-fn discover_result(state: &ModernState) -> Value {
+fn discover_result(state: &StatelessState) -> Value {
     let mut result = json!({
-        "supportedVersions": [MODERN_VERSION],
+        "supportedVersions": [STATELESS_VERSION],
         "capabilities": state.core.identity.capabilities(),
     });
     // Extensions exist only in the 2026-07-28 capability object.

@@ -13,14 +13,14 @@ use serde::ser::SerializeMap;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use super::ModernState;
+use super::StatelessState;
 use crate::dispatch::identity::SERVER_INFO_META;
 use crate::jsonrpc::{self, RequestId};
 use crate::protocol::Method;
 
 /// The JSON-RPC response carrying `result` to request `id` of `method`, stamped.
 pub(crate) fn stamped_response(
-    state: &ModernState,
+    state: &StatelessState,
     method: Method,
     id: &RequestId,
     mut result: Value,
@@ -33,10 +33,10 @@ pub(crate) fn stamped_response(
         .or_insert_with(|| json!("complete"));
     let cacheable = method.cacheable();
     if cacheable && members.get("resultType") == Some(&json!("complete")) {
-        members.insert("ttlMs".into(), json!(state.core.config.modern.ttl_ms));
+        members.insert("ttlMs".into(), json!(state.core.config.stateless.ttl_ms));
         members.insert(
             "cacheScope".into(),
-            json!(state.core.config.modern.cache_scope.as_str()),
+            json!(state.core.config.stateless.cache_scope.as_str()),
         );
     }
     match members.get_mut("_meta") {

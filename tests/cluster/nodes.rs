@@ -1,5 +1,5 @@
 //! The nodes of a test cluster: the real binary three times, with node ids `a`, `b` and `c`,
-//! the builtin tools, and one shared `[modern] request_state_key`. Each node keeps the port it
+//! the builtin tools, and one shared `[stateless] request_state_key`. Each node keeps the port it
 //! was given first, so that after a restart it is where the balancer's configuration says.
 //!
 //! What each node served is read from the node itself: the session count of its health probe

@@ -193,7 +193,7 @@ pub fn client_of(server: &TestServer) -> Client {
     server.bounded_client(LIMIT)
 }
 
-/// A `[modern] request_state_key` for nodes that share it: 32 random bytes, base64.
+/// A `[stateless] request_state_key` for nodes that share it: 32 random bytes, base64.
 pub fn random_request_state_key() -> String {
     use base64::Engine;
     use std::io::Read;

@@ -18,7 +18,7 @@ use sse_stream::SseStream;
 use tokio::net::TcpStream;
 
 pub const LEGACY_VERSION: &str = "2025-11-25";
-pub const MODERN_VERSION: &str = "2026-07-28";
+pub const STATELESS_VERSION: &str = "2026-07-28";
 
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
@@ -156,7 +156,7 @@ pub static H_LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id"
 /// The headers of a 2026-07-28 request: version, method and, for tools/call, the tool name.
 pub fn modern_headers(method: &str, name: Option<&str>) -> Headers {
     let mut h = vec![
-        (H_VERSION.clone(), HeaderValue::from_static(MODERN_VERSION)),
+        (H_VERSION.clone(), HeaderValue::from_static(STATELESS_VERSION)),
         (H_METHOD.clone(), hv(method)),
     ];
     if let Some(n) = name {
@@ -168,7 +168,7 @@ pub fn modern_headers(method: &str, name: Option<&str>) -> Headers {
 /// The `_meta` envelope of a 2026-07-28 request, as the Python SDK 2.x client stamps it.
 pub fn modern_meta(capabilities: &Value) -> serde_json::Map<String, Value> {
     let mut m = serde_json::Map::new();
-    m.insert(META_PROTOCOL_VERSION.into(), json!(MODERN_VERSION));
+    m.insert(META_PROTOCOL_VERSION.into(), json!(STATELESS_VERSION));
     m.insert(META_CLIENT_CAPABILITIES.into(), capabilities.clone());
     m.insert(META_CLIENT_INFO.into(), json!({"name": CLIENT_NAME, "version": CLIENT_VERSION}));
     m

@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use super::slot::Slot;
-use super::{Gateway, Transport};
+use super::{Gateway, UpstreamTransport};
 use crate::config::upstreams::UpstreamScope;
 
 impl Slot {
@@ -32,8 +32,10 @@ impl Gateway {
             .enumerate()
             .map(|(i, upstream)| {
                 let (transport, shared) = match &upstream.transport {
-                    Transport::Stdio(_) => ("stdio", upstream.scope == UpstreamScope::Shared),
-                    Transport::Http(_) => ("http", upstream.scope == UpstreamScope::Shared),
+                    UpstreamTransport::Stdio(_) => {
+                        ("stdio", upstream.scope == UpstreamScope::Shared)
+                    }
+                    UpstreamTransport::Http(_) => ("http", upstream.scope == UpstreamScope::Shared),
                 };
                 let principals_connected = inner
                     .principals

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::slot::{Owner, Slot};
+use super::slot::{Slot, SlotOwner};
 use super::wire::{Ignored, UpstreamError};
 use super::{Busy, Inner, Upstream, connection_for, request_within};
 use crate::context::ClientRequestError;
@@ -32,7 +32,7 @@ pub struct Catalog {
 /// answer them (elicitation, sampling, roots). An upstream that cannot be read is logged
 /// and offers nothing.
 pub(super) async fn read(gateway: &Inner, upstream: &Upstream) -> Catalog {
-    let owner = Owner {
+    let owner = SlotOwner {
         closed: CancellationToken::new(),
         children: Arc::new(tokio::sync::Semaphore::new(1)),
     };

@@ -44,7 +44,7 @@ use tokio_util::task::TaskTracker;
 
 pub use catalog::Catalog;
 use child::ChildSpec;
-use slot::{Owner, Slot};
+use slot::{Slot, SlotOwner};
 use wire::Connection;
 pub use wire::UpstreamError;
 
@@ -58,7 +58,7 @@ use super::ProviderError;
 
 /// How an upstream is reached.
 #[derive(Debug, Clone)]
-pub(crate) enum Transport {
+pub(crate) enum UpstreamTransport {
     Stdio(ChildSpec),
     Http(Arc<http::HttpSpec>),
 }
@@ -72,7 +72,7 @@ pub(crate) struct Upstream {
     pub prefix: String,
     pub scope: UpstreamScope,
     pub tools: NameFilter,
-    pub transport: Transport,
+    pub transport: UpstreamTransport,
     pub startup_timeout: Duration,
     pub call_timeout: Duration,
 }
@@ -91,7 +91,7 @@ pub(crate) struct Inner {
     pub http: reqwest::Client,
     /// Connections of `scope = "shared"` upstreams, by upstream index.
     shared: Vec<Slot>,
-    shared_owner: Owner,
+    shared_owner: SlotOwner,
     /// 2026-07-28 requests' connections, one scope per principal.
     principals: DashMap<Arc<str>, Arc<Scope>>,
     /// What each upstream offers; replaced when it announces a change.
@@ -158,7 +158,7 @@ impl Gateway {
             tracker: TaskTracker::new(),
             metrics,
             shared: upstreams.iter().map(|_| Slot::default()).collect(),
-            shared_owner: Owner {
+            shared_owner: SlotOwner {
                 closed: closed.clone(),
                 children: Arc::new(Semaphore::new(gateway.max_children)),
             },
@@ -300,7 +300,7 @@ pub struct Scope {
     gateway: Arc<Inner>,
     client: Arc<ClientInfo>,
     slots: Vec<Slot>,
-    owner: Owner,
+    owner: SlotOwner,
     /// Calls running now, and when the last one ended (ms since `born`).
     busy: std::sync::atomic::AtomicUsize,
     last_used: std::sync::atomic::AtomicU64,
@@ -313,7 +313,7 @@ impl Scope {
             gateway: Arc::clone(gateway),
             client,
             slots: gateway.upstreams.iter().map(|_| Slot::default()).collect(),
-            owner: Owner {
+            owner: SlotOwner {
                 closed: gateway.closed.child_token(),
                 children: Arc::new(Semaphore::new(gateway.config.max_children_per_session)),
             },

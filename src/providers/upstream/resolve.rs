@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::child::ChildSpec;
-use super::{Transport, Upstream, http};
+use super::{Upstream, UpstreamTransport, http};
 use crate::config::upstreams::{GatewaySection, UpstreamConfig, UpstreamScope};
 use crate::metrics::Metrics;
 use crate::providers::ProviderError;
@@ -42,7 +42,7 @@ pub(super) fn resolve(
             if !cwd.is_dir() {
                 errors.push((key("cwd"), format!("{} is not a directory", cwd.display())));
             }
-            Transport::Stdio(ChildSpec {
+            UpstreamTransport::Stdio(ChildSpec {
                 program,
                 args: argv.iter().skip(1).cloned().collect(),
                 env,
@@ -81,7 +81,7 @@ pub(super) fn resolve(
                     )),
                 }
             }
-            Transport::Http(Arc::new(http::HttpSpec {
+            UpstreamTransport::Http(Arc::new(http::HttpSpec {
                 url,
                 headers,
                 max_message_bytes: gateway.max_message_bytes,

@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::wire::{Connection, Events, Relay, UpstreamError};
-use super::{Inner, Transport, Upstream, UpstreamScope, child};
+use super::{Inner, Upstream, UpstreamScope, UpstreamTransport, child};
 use crate::protocol::ClientInfo;
 
 /// The handshake revisions an upstream may answer `initialize` with.
@@ -59,7 +59,7 @@ impl Slot {
         gateway: &Arc<Inner>,
         upstream: &Upstream,
         client: &ClientInfo,
-        owner: &Owner,
+        owner: &SlotOwner,
         events: Arc<dyn Events>,
         wait: Duration,
     ) -> Result<Connection, UpstreamError> {
@@ -79,7 +79,7 @@ impl Slot {
             }
         }
         let (gateway, index, client) = (Arc::clone(gateway), upstream.index, client.clone());
-        let owner = Owner {
+        let owner = SlotOwner {
             closed: owner.closed.clone(),
             children: Arc::clone(&owner.children),
         };
@@ -105,7 +105,7 @@ impl Slot {
         gateway: &Inner,
         upstream: &Upstream,
         client: &ClientInfo,
-        owner: &Owner,
+        owner: &SlotOwner,
         events: Arc<dyn Events>,
     ) -> Result<Connection, UpstreamError> {
         let mut state = self.state.lock().await;
@@ -119,7 +119,7 @@ async fn connect(
     gateway: &Inner,
     upstream: &Upstream,
     client: &ClientInfo,
-    owner: &Owner,
+    owner: &SlotOwner,
     events: Arc<dyn Events>,
 ) -> Result<Connection, UpstreamError> {
     if state.live.take().is_some() {
@@ -141,8 +141,8 @@ async fn connect(
         }
     }
     let permits = match upstream.transport {
-        Transport::Stdio(_) => Some(take_permits(gateway, owner, &upstream.name)?),
-        Transport::Http(_) => None,
+        UpstreamTransport::Stdio(_) => Some(take_permits(gateway, owner, &upstream.name)?),
+        UpstreamTransport::Http(_) => None,
     };
     state.starts += 1;
     if state.starts > 1 {
@@ -168,7 +168,7 @@ async fn connect(
 }
 
 /// Who owns a set of slots: their lifetime, and their share of `gateway.max_children_per_session`.
-pub(crate) struct Owner {
+pub(crate) struct SlotOwner {
     pub closed: CancellationToken,
     pub children: Arc<Semaphore>,
 }
@@ -183,7 +183,7 @@ fn backoff(config: &crate::config::upstreams::GatewaySection, failures: u32) -> 
 
 fn take_permits(
     gateway: &Inner,
-    owner: &Owner,
+    owner: &SlotOwner,
     upstream: &str,
 ) -> Result<(OwnedSemaphorePermit, OwnedSemaphorePermit), UpstreamError> {
     let Ok(server) = Arc::clone(&gateway.children).try_acquire_owned() else {
@@ -219,13 +219,13 @@ async fn start(
     gateway: &Inner,
     upstream: &Upstream,
     client: &ClientInfo,
-    owner: &Owner,
+    owner: &SlotOwner,
     events: Arc<dyn Events>,
 ) -> Result<Connection, UpstreamError> {
     let name = &upstream.name;
     let stop = owner.closed.child_token();
     let conn = match &upstream.transport {
-        Transport::Stdio(spec) => {
+        UpstreamTransport::Stdio(spec) => {
             let (mut process, io) = child::spawn(name, spec, Arc::clone(&gateway.metrics))
                 .map_err(|e| {
                     UpstreamError::Unavailable(format!("upstream {name} cannot start: {e}"))
@@ -259,7 +259,7 @@ async fn start(
             });
             conn
         }
-        Transport::Http(spec) => {
+        UpstreamTransport::Http(spec) => {
             let (io, driver) = super::http::start(name, Arc::clone(spec), gateway.http.clone());
             gateway.tracker.spawn(driver);
             let conn = Connection::start(io, events, String::new, Relay::LatestCall);

@@ -169,7 +169,7 @@ fn parse_level(level: Option<&str>) -> Option<LogLevel> {
 /// The record of a session that is starting.
 pub(in crate::session) fn first_record(
     principal: &str,
-    version: crate::protocol::ProtocolVersion,
+    version: crate::protocol::Revision,
     client: &crate::protocol::ClientInfo,
 ) -> SessionRecord {
     SessionRecord {

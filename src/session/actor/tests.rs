@@ -14,7 +14,7 @@ use crate::dispatch::identity::ServerIdentity;
 use crate::events::ServerEvent;
 use crate::features::FeatureSet;
 use crate::jsonrpc::{Message, Notification, Request, RequestId};
-use crate::protocol::{ClientInfo, ProtocolVersion};
+use crate::protocol::{ClientInfo, Revision};
 use crate::session::messages::{OpenStreamMsg, PostMsg, PostOutcome, SessionMsg};
 use crate::session::streams::{Attachment, OutEvent};
 use crate::session::{SessionEnv, SessionError};
@@ -45,11 +45,11 @@ fn actor(config: Config) -> (SessionActor, mpsc::Sender<SessionMsg>) {
     let client = ClientInfo {
         implementation: json!({ "name": "unit" }),
         capabilities: json!({}),
-        protocol_version: Some(ProtocolVersion::LATEST),
+        protocol_version: Some(Revision::LATEST),
     };
     let actor = SessionActor::new(
         Arc::from("unit-session"),
-        ProtocolVersion::LATEST,
+        Revision::LATEST,
         Arc::new(client),
         env,
         rx,

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::super::ModernState;
+use super::super::StatelessState;
 use crate::protocol::method::{Method, Served, StatelessMethod};
 
 /// How often the drain looks whether the last task has settled.
@@ -33,7 +33,7 @@ pub(crate) fn served_while_draining(method: &str) -> bool {
 
 /// Waits until no task is live (at most until `deadline`, then fails the rest), and then
 /// for `tasks.linger_after_drain` after the last task settled.
-pub(crate) async fn settle_tasks(state: &ModernState, deadline: Instant) {
+pub(crate) async fn settle_tasks(state: &StatelessState, deadline: Instant) {
     let store = &state.tasks;
     let linger = state.core.config.tasks.linger_after_drain;
     let live = store.live();

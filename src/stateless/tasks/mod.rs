@@ -30,7 +30,7 @@ use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use super::link::{MAX_INPUT_REQUESTS, StatelessLink, take_input_requests};
-use super::{Caller, ModernState};
+use super::{Caller, StatelessState};
 use crate::audit::Requester;
 use crate::context::{ClientLink, ContextParts};
 use crate::dispatch::run_handler;
@@ -38,7 +38,7 @@ use crate::features::Features;
 use crate::features::tools::TaskSupport;
 use crate::jsonrpc::{Request, RpcError, codes, params_object};
 use crate::protocol::method::{FeatureMethod, TaskMethod};
-use crate::protocol::{ClientInfo, MODERN_VERSION};
+use crate::protocol::{ClientInfo, STATELESS_VERSION};
 pub(crate) use store::TaskStore;
 use store::{Run, TaskCall};
 
@@ -110,7 +110,7 @@ pub(crate) fn plan_call(
 /// `CreateTaskResult`. The task is in the store before this returns, so a `tasks/get` right
 /// after the reply finds it (SEP-2663 "durable create").
 pub(crate) fn create(
-    state: &Arc<ModernState>,
+    state: &Arc<StatelessState>,
     request: &Request,
     client: Arc<ClientInfo>,
     features: Arc<Features>,
@@ -130,7 +130,7 @@ pub(crate) fn create(
 }
 
 /// Spawns one run of a task's call; the run settles the task when it ends.
-fn spawn_run(state: &Arc<ModernState>, run: Run) -> AbortHandle {
+fn spawn_run(state: &Arc<StatelessState>, run: Run) -> AbortHandle {
     let state = Arc::clone(state);
     let task = tokio::spawn(async move {
         let Run {
@@ -166,7 +166,7 @@ fn spawn_run(state: &Arc<ModernState>, run: Run) -> AbortHandle {
             Arc::clone(&call.features),
             Arc::clone(&state.core.metrics),
             &state.core.config.server.node_id,
-            MODERN_VERSION,
+            STATELESS_VERSION,
             parts,
             FeatureMethod::ToolsCall,
             None,
@@ -187,7 +187,7 @@ fn spawn_run(state: &Arc<ModernState>, run: Run) -> AbortHandle {
 /// Serves `tasks/get`, `tasks/update` and `tasks/cancel`. Each needs the extension in the
 /// request's `clientCapabilities` (SEP-2663 "Capability Negotiation").
 pub(crate) fn serve(
-    state: &Arc<ModernState>,
+    state: &Arc<StatelessState>,
     task: TaskMethod,
     params: Option<&Value>,
     client: &ClientInfo,

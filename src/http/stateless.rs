@@ -1,5 +1,5 @@
 //! The HTTP form of a 2026-07-28 reply: the status of a JSON-RPC error (§2.5 of
-//! `shared/spec/stateless-2026-07-28.md`, in [`error::modern_status`]), one JSON body, or an
+//! `shared/spec/stateless-2026-07-28.md`, in [`error::stateless_status`]), one JSON body, or an
 //! SSE stream without event ids (2026-07-28 streams are not resumable).
 
 use axum::http::StatusCode;
@@ -13,7 +13,7 @@ pub(crate) fn respond(reply: Reply, state: &AppState) -> Response {
     match reply {
         Reply::Accepted => StatusCode::ACCEPTED.into_response(),
         Reply::Response { body, error } => {
-            reply::json(error.map_or(StatusCode::OK, error::modern_status), body)
+            reply::json(error.map_or(StatusCode::OK, error::stateless_status), body)
         }
         Reply::Stream(messages) => {
             reply::sse_of_messages(messages, &state.config.http, &state.metrics)
