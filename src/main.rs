@@ -180,7 +180,7 @@ fn run() -> anyhow::Result<()> {
             return Ok(());
         }
         Some(Command::Probe { url, timeout }) => {
-            return runtime(1)?.block_on(probe(url, *timeout));
+            return runtime(1)?.block_on(call::probe(url, *timeout));
         }
         Some(Command::Admin(command)) => return admin_cli::run(cli.config.as_deref(), command),
         None => {}
@@ -439,26 +439,6 @@ fn raise_descriptor_limit(max_connections: usize) {
 
 /// Everything startup would do short of listening: parse, validate, build every provider.
 /// Warnings go to stderr and do not change the exit status.
-async fn probe(url: &str, timeout: std::time::Duration) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        url.starts_with("http://"),
-        "probe takes a plain http:// URL of this machine's server, not {url:?}"
-    );
-    let client = reqwest::Client::builder()
-        .timeout(timeout)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()?;
-    let response = client
-        .get(url)
-        .send()
-        .await
-        .with_context(|| format!("probe {url}"))?;
-    let status = response.status();
-    anyhow::ensure!(status.is_success(), "probe {url}: {status}");
-    println!("{url}: {status}");
-    Ok(())
-}
-
 fn check(file: &std::path::Path) -> anyhow::Result<()> {
     match LoadedConfig::read_and_build(file) {
         Ok((loaded, provided)) => {

@@ -20,9 +20,10 @@
 mod histogram;
 mod labels;
 mod tasks;
+mod timer;
 
 use std::sync::{Arc, LazyLock, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -33,6 +34,7 @@ use prometheus_client::registry::{Registry, Unit};
 pub use histogram::DurationHistogram;
 pub use labels::{ClientRequestEnd, Limit, MethodLabel, ReloadOutcome, Revision, SessionEnd};
 pub use tasks::{LiveTask, TaskEnd, TaskMetrics};
+pub use timer::{RequestTimer, Running};
 
 type Labels = [(&'static str, &'static str); 3];
 type DurationLabels = [(&'static str, &'static str); 2];
@@ -324,13 +326,7 @@ impl Metrics {
 
     /// Starts timing a request; the timer records it when finished or dropped.
     pub fn start_request(self: &Arc<Self>, method: MethodLabel, era: Revision) -> RequestTimer {
-        RequestTimer {
-            metrics: Arc::clone(self),
-            method,
-            era,
-            started: Instant::now(),
-            recorded: false,
-        }
+        RequestTimer::start(Arc::clone(self), method, era)
     }
 
     /// Records one answered request: `ok` unless its answer was a JSON-RPC error.
@@ -443,65 +439,6 @@ impl Metrics {
 pub fn spans_dropped() -> &'static Counter {
     static SPANS_DROPPED: LazyLock<Counter> = LazyLock::new(Counter::default);
     &SPANS_DROPPED
-}
-
-/// A request being timed. [`finish`](Self::finish) records its outcome; dropped unfinished
-/// (the request was cancelled, or its task aborted) it counts as an error, since no
-/// answer went out; [`discard`](Self::discard) records nothing (a limit refused it, and
-/// the refusal is counted as such).
-#[derive(Debug)]
-pub struct RequestTimer {
-    metrics: Arc<Metrics>,
-    method: MethodLabel,
-    era: Revision,
-    started: Instant,
-    recorded: bool,
-}
-
-impl RequestTimer {
-    /// The metrics it records into.
-    pub fn metrics(&self) -> &Metrics {
-        &self.metrics
-    }
-
-    pub fn finish(mut self, ok: bool) {
-        self.record(ok);
-    }
-
-    pub fn discard(mut self) {
-        self.recorded = true;
-    }
-
-    fn record(&mut self, ok: bool) {
-        if !std::mem::replace(&mut self.recorded, true) {
-            let elapsed = self.started.elapsed();
-            self.metrics
-                .record_request(self.method, self.era, ok, elapsed);
-        }
-    }
-}
-
-impl Drop for RequestTimer {
-    fn drop(&mut self) {
-        self.record(false);
-    }
-}
-
-/// One unit of a gauge, given back when dropped.
-#[derive(Debug)]
-pub struct Running(Gauge);
-
-impl Running {
-    fn start(gauge: &Gauge) -> Self {
-        gauge.inc();
-        Running(gauge.clone())
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.0.dec();
-    }
 }
 
 #[cfg(test)]

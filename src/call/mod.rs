@@ -233,3 +233,25 @@ fn print_tool_response(message: &Value) -> Result<bool> {
     }
     Ok(!failed)
 }
+
+/// `mcp-actor probe URL`: one GET of this machine's server (a container's health check),
+/// successful only on a 2xx answer.
+pub async fn probe(url: &str, timeout: std::time::Duration) -> Result<()> {
+    anyhow::ensure!(
+        url.starts_with("http://"),
+        "probe takes a plain http:// URL of this machine's server, not {url:?}"
+    );
+    let client = reqwest::Client::builder()
+        .timeout(timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?;
+    let response = client
+        .get(url)
+        .send()
+        .await
+        .with_context(|| format!("probe {url}"))?;
+    let status = response.status();
+    anyhow::ensure!(status.is_success(), "probe {url}: {status}");
+    println!("{url}: {status}");
+    Ok(())
+}

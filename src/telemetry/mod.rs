@@ -218,6 +218,14 @@ pub fn current_context() -> Option<opentelemetry::Context> {
     enabled().then(|| tracing::Span::current().context())
 }
 
+/// Puts the current trace context into the `_meta` of an outgoing request's params, which
+/// it creates when there are none; nothing when telemetry is off.
+pub fn inject_into(params: &mut Option<Value>) {
+    if enabled() {
+        inject_params(params.get_or_insert_with(|| Value::Object(serde_json::Map::new())));
+    }
+}
+
 /// Puts the current trace context into `params._meta` of an outgoing request.
 pub fn inject_params(params: &mut Value) {
     let Some(cx) = current_context() else {

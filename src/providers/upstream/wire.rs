@@ -34,7 +34,6 @@ pub(crate) use super::route::{Events, Ignored, Relay};
 use crate::context::{ClientRequestError, RequestContext};
 use crate::jsonrpc::{self, Message, RequestId, RpcError};
 use crate::protocol::{LogLevel, Method};
-use crate::telemetry;
 
 /// Why a request to the upstream got no result.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -179,9 +178,7 @@ impl Connection {
             }
         }
         // The upstream's work joins the caller's trace (semantic conventions: in `_meta`).
-        if telemetry::enabled() {
-            telemetry::inject_params(params.get_or_insert_with(|| json!({})));
-        }
+        crate::telemetry::inject_into(&mut params);
         let line = jsonrpc::encode_request(&RequestId::Number(id), method, params.as_ref());
         let (reply, answer) = oneshot::channel();
         let command = Command::Request {
