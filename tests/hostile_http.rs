@@ -129,7 +129,10 @@ async fn bodies_of_empty_objects_cannot_grow_the_server_past_64_mb() {
         }
     }
     assert!(worst <= 64.0, "RSS grew {worst:.1} MB in one burst");
-    assert!(total <= 128.0, "RSS grew {total:.1} MB over the three bursts");
+    assert!(
+        total <= 128.0,
+        "RSS grew {total:.1} MB over the three bursts"
+    );
     // The server still serves.
     let text = session
         .call_tool_text(json!(2), "echo", json!({"text": "ok"}))
