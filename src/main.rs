@@ -208,14 +208,19 @@ fn run() -> anyhow::Result<()> {
     served
 }
 
-/// Takes the static tokens' and the admin token's `token_env` variables out of the environment, which every
+/// Takes the static tokens' and the admin token's `token_env` variables, and those
+/// `[store] url` names, out of the environment, which every
 /// child (stdio upstreams, command tools without `env_clear`) inherits; the server keeps
 /// their values in memory (`auth::withhold_token_env`).
 fn withhold_token_env(loaded: &LoadedConfig) {
     let admin = loaded.config.admin.token_env.as_deref();
     let admin = admin.and_then(mcp_actor::auth::withhold_env_var);
+    let store = mcp_actor::store::env_vars(&loaded.config.store);
+    let store = store
+        .iter()
+        .filter_map(|v| mcp_actor::auth::withhold_env_var(v));
     let vars = mcp_actor::auth::withhold_token_env(loaded.config.auth.as_ref());
-    for var in vars.into_iter().chain(admin) {
+    for var in vars.into_iter().chain(admin).chain(store) {
         // SAFETY: `remove_var` races only with another thread reading or writing the
         // environment. This runs in `main` before the tokio runtime is built, the first
         // thread this process starts (nothing before it spawns one: argument parsing and

@@ -476,3 +476,28 @@ async fn the_typescript_client_keeps_its_session_across_a_restart_on_a_file_stor
     // Calls fail only while no server listens; every call after the restart succeeds.
     assert!(report["tail"].as_u64().unwrap_or(0) >= 5, "{report}");
 }
+
+#[tokio::test]
+async fn a_variable_the_store_url_names_reaches_no_child() {
+    let dir = TempDir::new("store-env");
+    let url = "file:${MCP_TEST_STORE_DIR}/state.redb";
+    let printenv = "[[tools]]\nname = \"printenv\"\ncommand = [\"env\"]\ninput_schema = { type = \"object\" }\n";
+    let toml = format!("{}{printenv}", node_config("solo", url, "", false));
+    let path = dir.path().join("node.toml");
+    std::fs::write(&path, toml).expect("config");
+    let store_dir = dir.path().display().to_string();
+    let server = TestServer::with_config_file(&path, &[("MCP_TEST_STORE_DIR", &store_dir)]);
+    let session = server.bounded_client(LIMIT).connect().await;
+    let env = session
+        .call_tool_text(json!(1), "printenv", json!({}))
+        .await;
+    assert!(env.contains("PATH="), "{env}");
+    assert!(
+        !env.contains("MCP_TEST_STORE_DIR"),
+        "a child never sees what [store] url names: {env}"
+    );
+    assert!(
+        dir.path().join("state.redb").exists(),
+        "the store still opened"
+    );
+}

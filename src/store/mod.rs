@@ -24,7 +24,7 @@ use std::time::Duration;
 use crate::config::store::StoreSection;
 use crate::log_limit::warn_limited;
 use crate::metrics::Metrics;
-use crate::providers::placeholders::expand_env;
+use crate::providers::placeholders::{expand_env_with, unset_env_vars_with};
 
 pub use record::{Ownership, SessionRecord, Written};
 
@@ -74,7 +74,10 @@ impl SessionStore {
         let Some(url) = &section.url else {
             return Ok(None);
         };
-        let url = expand_env(url).map_err(|e| format!("[store] url: {e}"))?;
+        // The variables were taken out of the environment at startup (`env_vars`): read
+        // them where they were withheld.
+        let url = expand_env_with(url, crate::auth::token_from_env)
+            .map_err(|e| format!("[store] url: {e}"))?;
         let location = without_credentials(&url);
         let backend = if url.starts_with("redis://") || url.starts_with("rediss://") {
             Backend::Redis(Box::new(
@@ -241,4 +244,14 @@ impl SessionStore {
             }
         }
     }
+}
+
+/// The environment variables `[store] url` names in `${NAME}` placeholders (a password,
+/// usually). The binary takes them out of the environment at startup, as it does the
+/// bearer tokens', so that no command tool or stdio upstream inherits them.
+pub fn env_vars(section: &StoreSection) -> Vec<String> {
+    section
+        .url
+        .as_deref()
+        .map_or_else(Vec::new, |url| unset_env_vars_with(url, |_| None))
 }
