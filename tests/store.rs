@@ -446,7 +446,7 @@ async fn the_typescript_client_keeps_its_session_across_a_restart_on_a_file_stor
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .expect("node tests/interop/ts/loop.mjs (scripts/interop.sh installs the SDK)");
+        .expect("node tests/interop/ts/loop.mjs (scripts/interop-sdks.sh installs the SDK)");
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert!(
         server.terminate(LIMIT).is_some(),

@@ -5,7 +5,7 @@
 //! call, and one session id from start to end.
 //!
 //! The clients are `tests/interop/ts/loop.mjs` and `tests/interop/python/loop.py`, installed
-//! as `scripts/interop.sh` installs them.
+//! by `scripts/interop-sdks.sh` (which `scripts/test` runs before `cargo test`).
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -56,7 +56,7 @@ fn start_loops(url: &str, stop: &std::path::Path) -> Vec<Loop> {
             .spawn()
             .unwrap_or_else(|e| {
                 panic!(
-                    "{} {script}: {e} (scripts/interop.sh installs the SDKs)",
+                    "{} {script}: {e} (scripts/interop-sdks.sh installs the SDKs)",
                     program.display()
                 )
             })
