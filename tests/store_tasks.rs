@@ -166,6 +166,14 @@ async fn a_node_restarted_with_the_same_id_answers_its_finished_task_from_redis(
     let (big, _) = settled(&client, "echo", json!({ "text": "x".repeat(2000) })).await;
     wait_stored(&redis, &done);
     wait_stored(&redis, &big);
+    // The stored task expires with the task: what is left of its ttl.
+    let left: u64 = redis
+        .cli(&["PTTL", &format!("mcp:task:{done}")])
+        .trim()
+        .parse()
+        .unwrap_or(0);
+    let ttl = on_a["ttlMs"].as_u64().expect("ttlMs");
+    assert!(left > 0 && left <= ttl, "PTTL {left} against ttlMs {ttl}");
     let limited = "mcp_limit_rejections_total{limit=\"store_max_task_result\"}";
     assert_eq!(metric(&a, limited).await, 1.0, "the big result is counted");
     kill(&mut a);
