@@ -34,6 +34,13 @@ use crate::store::SessionStore;
 /// How often a drain looks whether the writes it waits for are done.
 const FLUSH_POLL: Duration = Duration::from_millis(10);
 
+/// Whether `id` has the shape `mint_routable_id` gives (`[<node_id>.]<32 hex digits>`), so
+/// that an id no node could have minted costs no store call.
+fn could_be_minted(id: &str) -> bool {
+    let random = id.rsplit_once('.').map_or(id, |(_, random)| random);
+    id.len() <= 256 && random.len() == 32 && random.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 /// What the store holds for one finished task.
 #[derive(Serialize, Deserialize)]
 struct FinalTask {
@@ -120,6 +127,9 @@ impl DurableTasks {
     /// Answers `method` for task `id` from the store, as its owner would have; `None`
     /// when the store holds no such task of `owner`'s, or cannot be read.
     pub async fn answer(&self, method: TaskMethod, id: &str, owner: &str) -> Option<Value> {
+        if !could_be_minted(id) {
+            return None;
+        }
         let text = self.store.load_task(id).await.ok()??;
         let record: FinalTask = match serde_json::from_str(&text) {
             Ok(record) => record,
@@ -143,6 +153,28 @@ impl DurableTasks {
         let deadline = tokio::time::Instant::now() + limit;
         while self.pending.load(Ordering::Acquire) > 0 && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(FLUSH_POLL).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::could_be_minted;
+
+    #[test]
+    fn only_ids_a_node_could_have_minted_are_looked_up() {
+        for node in ["", "a", "node-b.eu"] {
+            let id = crate::protocol::mint_routable_id(node);
+            assert!(could_be_minted(&id), "{id}");
+        }
+        for junk in [
+            "",
+            "a.",
+            "a.xyz",
+            "a.0123456789abcdef0123456789abcdeg",
+            &"a".repeat(300),
+        ] {
+            assert!(!could_be_minted(junk), "{junk}");
         }
     }
 }
