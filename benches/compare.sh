@@ -65,8 +65,6 @@ SCENARIOS="$ALL_SCENARIOS"
 STREAMS=10000
 FEATURES=""
 BUILD=1
-STORE_URL=""
-STORE_PORT=""
 STOP_WAIT=10 # seconds between SIGTERM and SIGKILL
 READY_WAIT=60 # seconds a server may take to answer after its start
 
@@ -216,54 +214,17 @@ if [[ -n "$FEATURES" ]] && grep -qs @OTLP_ENDPOINT@ $(for f in $FEATURES; do ech
     OTLP_ENDPOINT="http://127.0.0.1:$sink_port"
     trap 'stop_helpers' EXIT
 fi
-# The redis-server, started once for every run whose fragment names it; only those runs
-# get its URL, so `mine` beside `mine+store` runs without a store.
+# The redis-server of `--feature store` (benches/store-redis.sh), for the runs that name it.
+source "$BENCHES/store-redis.sh"
 if [[ -n "$FEATURES" ]] && grep -qs @STORE_URL@ $(for f in $FEATURES; do echo "$BENCHES/features/$f.toml"; done); then
-    command -v redis-server >/dev/null && command -v redis-cli >/dev/null ||
-        die "--feature store needs redis-server and redis-cli (scripts/lb-tools.sh installs them)"
-    STORE_PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-    mkdir -p "$OUT/redis"
-    redis-server --port "$STORE_PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$OUT/redis" \
-        >"$OUT/logs/redis.log" 2>&1 </dev/null &
-    STORE_PID=$!
     trap 'stop_helpers' EXIT
-    STORE_URL="redis://127.0.0.1:$STORE_PORT/0"
-    for _ in $(seq 50); do
-        redis-cli -p "$STORE_PORT" ping >/dev/null 2>&1 && break
-        sleep 0.1
-    done
-    redis-cli -p "$STORE_PORT" ping >/dev/null 2>&1 || die "redis-server did not answer on port $STORE_PORT"
+    start_store_redis "$OUT" || die "redis-server did not start (see $OUT/logs/redis.log)"
 fi
 # mine+NAME's configuration: compare.toml, then the feature's fragment (appended to out).
 variant_config() { # server out
     [[ $1 == mine+* ]] && sed -e "s#@OTLP_ENDPOINT@#$OTLP_ENDPOINT#g" -e "s#@STORE_URL@#$STORE_URL#g" \
         "$BENCHES/features/${1#mine+}.toml" >>"$2"
     return 0
-}
-# Whether a run's configuration uses the store this script started.
-uses_store() { [[ -n "$STORE_URL" && -n "$1" ]] && grep -qF "$STORE_URL" "$1"; }
-# Before such a run: an empty store, and Redis's command counts from zero.
-reset_store() { redis-cli -p "$STORE_PORT" flushall >/dev/null && redis-cli -p "$STORE_PORT" config resetstat >/dev/null; }
-# After it: "total per_op breakdown" of the commands Redis ran (INFO commandstats; the
-# script's own INFO and CONFIG RESETSTAT left out), per operation of the run's JSON (`ok`:
-# warm-up included, as are the commands that set its sessions up and end them).
-store_commands() { # json
-    redis-cli -p "$STORE_PORT" info commandstats | python3 -c '
-import json, sys
-calls = {}
-for line in sys.stdin:
-    if line.startswith("cmdstat_") and not line.startswith(("cmdstat_info:", "cmdstat_config|resetstat:")):
-        name, stats = line.strip()[len("cmdstat_"):].split(":", 1)
-        calls[name] = int(stats.split("calls=")[1].split(",")[0])
-total = sum(calls.values())
-ops = 0
-try:
-    ops = json.load(open(sys.argv[1])).get("ok") or 0
-except Exception:
-    pass
-per_op = "%.4f" % (total / ops) if ops else "n/a"
-print(total, per_op, ",".join("%s=%d" % kv for kv in sorted(calls.items())) or "-")
-' "$1"
 }
 for v in "${variants[@]}"; do
     cp "$BENCHES/compare.toml" "$OUT/configs/$v.toml"
