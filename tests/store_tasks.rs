@@ -7,7 +7,8 @@
 //! - A restarted with the same node id answers it from the store; a result over
 //!   `[store] max_task_result` is not stored, and is counted; with Redis down the answer is
 //!   the unknown-task error of today, and the error is counted;
-//! - with `file:`, a single node restarted answers its finished task.
+//! - with `file:`, a single node restarted answers its finished task;
+//! - a task a drain had to fail (`server.drain_timeout`) is read as failed on another node.
 
 mod common;
 #[path = "common/redis.rs"]
@@ -216,4 +217,35 @@ async fn with_a_file_store_a_restarted_node_answers_its_finished_task() {
         .expect("the restarted node answers from its file");
     same_task(&again, &on_first);
     assert_eq!(result_text(&again), "on disk");
+}
+
+#[tokio::test]
+async fn a_task_its_drain_could_not_wait_for_is_read_as_failed_after_the_node_exits() {
+    let redis = Redis::start();
+    let dir = TempDir::new("store-tasks-drain");
+    let tools = format!("[tasks]\nlinger_after_drain = \"100ms\"\n{TASK_TOOLS}");
+    let config = |node: &str| node_config_with(node, &redis.url(), "", "", false, &tools);
+    let mut a = start_node(&dir, "a.toml", &config("a"));
+    let client = a.bounded_client(LIMIT);
+    let id = create(&client, 1, "sleep", json!({ "ms": 60_000 }))
+        .await
+        .expect("a task");
+    let drained = Instant::now();
+    assert!(
+        a.terminate(LIMIT).is_some(),
+        "the node exits after its drain"
+    );
+    eprintln!("node a exited {:?} after SIGTERM", drained.elapsed());
+
+    let b = start_node(&dir, "b.toml", &config("b"));
+    let task = get(&b.bounded_client(LIMIT), &id)
+        .await
+        .expect("the failure was stored");
+    assert_eq!(task["status"], "failed", "{task}");
+    assert!(
+        task["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("shut down")),
+        "{task}"
+    );
 }
