@@ -273,6 +273,18 @@ async fn an_oversized_json_reply_fails_the_call_at_once_naming_the_limit() {
     assert_eq!(message_limit_hits(&server).await, 1.0);
 }
 
+#[tokio::test]
+async fn a_json_reply_in_many_chunks_reaches_the_caller_whole() {
+    // 3 MiB cannot come in one read: the body is joined from its chunks, not cut at the first.
+    let upstream = Hostile::start();
+    let server = upstream.gateway("shared");
+    let a = session(&server).await;
+    let (messages, _) = call(&a, 1, "big_json", json!({ "bytes": 3 << 20 })).await;
+    let text = outcome(&messages, 1);
+    assert_eq!(text.len(), 3 << 20, "{}", &text[..text.len().min(300)]);
+    assert!(text.bytes().all(|b| b == b'y'));
+}
+
 /// `mcp_limit_rejections_total{limit="upstream_max_message_bytes"}`, from the admin listener.
 async fn message_limit_hits(server: &TestServer) -> f64 {
     let text = reqwest::get(format!("{}/metrics", server.admin_url))

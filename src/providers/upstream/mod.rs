@@ -25,6 +25,7 @@ mod admin;
 mod catalog;
 mod changes;
 mod child;
+mod error;
 mod http;
 mod offer;
 mod resolve;
@@ -88,7 +89,7 @@ pub(crate) struct Inner {
     /// Cancelled at shutdown: every connection ends.
     pub closed: CancellationToken,
     /// The client of HTTP upstreams: no redirects, no cookies, the configured headers only.
-    pub http: reqwest::Client,
+    pub http: http::UpstreamClient,
     /// Connections of `scope = "shared"` upstreams, by upstream index.
     shared: Vec<Slot>,
     shared_owner: SlotOwner,
@@ -146,11 +147,7 @@ impl Gateway {
         }
         let gateway = &config.gateway;
         let closed = CancellationToken::new();
-        let http = reqwest::Client::builder()
-            .user_agent(concat!("mcp-actor/", env!("CARGO_PKG_VERSION")))
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(Duration::from_secs(10))
-            .build()
+        let http = http::UpstreamClient::new(Duration::from_secs(10))
             .map_err(|e| vec![("upstreams".to_string(), format!("no HTTP client: {e}"))])?;
         let mut inner = Inner {
             config: gateway.clone(),
@@ -379,6 +376,9 @@ impl Scope {
         wait: Duration,
     ) -> Result<Connection, UpstreamError> {
         let slot = &self.slots[upstream.index];
+        if let Some(conn) = slot.live_connection() {
+            return Ok(conn);
+        }
         slot.connection(
             &self.gateway,
             upstream,
@@ -433,19 +433,22 @@ async fn shared_connection(
     upstream: &Upstream,
     wait: Duration,
 ) -> Result<Connection, UpstreamError> {
+    let slot = &gateway.shared[upstream.index];
+    if let Some(conn) = slot.live_connection() {
+        return Ok(conn);
+    }
     // One connection serves every client, so it declares all that the gateway can forward;
     // each request is still checked against its own client when it comes.
     let client = forwarding_client();
-    gateway.shared[upstream.index]
-        .connection(
-            gateway,
-            upstream,
-            &client,
-            &gateway.shared_owner,
-            changes::UpstreamEvents::for_upstream(gateway, upstream.index),
-            wait,
-        )
-        .await
+    slot.connection(
+        gateway,
+        upstream,
+        &client,
+        &gateway.shared_owner,
+        changes::UpstreamEvents::for_upstream(gateway, upstream.index),
+        wait,
+    )
+    .await
 }
 
 /// The connection a call to `upstream` uses, from the context's scope or the shared slot,

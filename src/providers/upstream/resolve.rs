@@ -56,7 +56,12 @@ pub(super) fn resolve(
             })
         }
         None => {
+            // The configuration checked it; a URL that does not parse is refused here too.
             let url = entry.url.clone().unwrap_or_default();
+            let uri = url
+                .parse::<::http::Uri>()
+                .map_err(|e| errors.push((key("url"), format!("is not a URL: {e}"))))
+                .ok();
             let mut headers = reqwest::header::HeaderMap::new();
             for (name, value) in &entry.headers {
                 let value = match expand_env(value) {
@@ -81,8 +86,12 @@ pub(super) fn resolve(
                     )),
                 }
             }
+            let Some(uri) = uri else {
+                return Err(errors);
+            };
             UpstreamTransport::Http(Arc::new(http::HttpSpec {
                 url,
+                uri,
                 headers,
                 max_message_bytes: gateway.max_message_bytes,
                 call_timeout: entry.call_timeout,

@@ -52,6 +52,14 @@ impl Slot {
         Some(state.live.as_ref().is_some_and(|l| !l.conn.is_closed()))
     }
 
+    /// The live connection, if the slot holds one and is not starting: what nearly every
+    /// call finds, taken without a wait, a timer or the start's arguments.
+    pub(crate) fn live_connection(&self) -> Option<Connection> {
+        let state = self.state.try_lock().ok()?;
+        let live = state.live.as_ref()?;
+        (!live.conn.is_closed()).then(|| live.conn.clone())
+    }
+
     /// The live connection, started (or restarted, after the backoff) when there is none;
     /// waiting for it (the slot, the backoff, the start) takes at most `wait`.
     pub async fn connection(
@@ -260,9 +268,11 @@ async fn start(
             conn
         }
         UpstreamTransport::Http(spec) => {
-            let (io, driver) = super::http::start(name, Arc::clone(spec), gateway.http.clone());
+            let closed = CancellationToken::new();
+            let http = gateway.http.clone();
+            let (io, driver) = super::http::start(name, Arc::clone(spec), http, closed.clone());
             gateway.tracker.spawn(driver);
-            let conn = Connection::start(io, events, String::new, Relay::LatestCall);
+            let conn = Connection::start_on(io, closed, events, String::new, Relay::LatestCall);
             let (watched, stopping) = (conn.clone(), stop.clone());
             gateway.tracker.spawn(async move {
                 tokio::select! {

@@ -29,33 +29,12 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+pub use super::error::UpstreamError;
 use super::route::{self, Incoming, Route};
 pub(crate) use super::route::{Events, Ignored, Relay};
 use crate::context::{ClientRequestError, RequestContext};
 use crate::jsonrpc::{self, Message, RequestId, RpcError};
 use crate::protocol::{LogLevel, Method};
-
-/// Why a request to the upstream got no result.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum UpstreamError {
-    /// The upstream answered with a JSON-RPC error: passed on as it is.
-    #[error("{0}")]
-    Rpc(RpcError),
-    /// The connection ended (the process exited, the pipe broke) before the answer.
-    #[error("the upstream connection closed before it answered{0}")]
-    Closed(String),
-    #[error("the upstream did not answer within {0:?}; the request was cancelled upstream")]
-    TimedOut(Duration),
-    #[error("the request was cancelled")]
-    Cancelled,
-    /// The upstream needs the client's input, and this client answers with a 2026-07-28
-    /// `input_required` result: the call ends here and is retried with the answer.
-    #[error("the client's input is required")]
-    InputRequired,
-    /// The upstream could not be started or initialized.
-    #[error("{0}")]
-    Unavailable(String),
-}
 
 enum Command {
     Request {
@@ -109,20 +88,40 @@ impl Connection {
         R: futures_util::Stream<Item = std::io::Result<M>> + Send + Unpin + 'static,
         M: Into<Incoming> + Send,
     {
-        let (tx, rx) = mpsc::channel(256);
         let (out_tx, out_rx) = mpsc::channel::<Bytes>(256);
         let closed = CancellationToken::new();
+        tokio::spawn(write_lines(io.sink, out_rx, closed.clone()));
+        let io = Io {
+            sink: out_tx,
+            source: io.source,
+        };
+        Connection::start_on(io, closed, events, describe_end, relay)
+    }
+
+    /// [`Connection::start`] on a transport with a queue of its own (HTTP's driver): no
+    /// writer task between; the transport ends when `closed` is cancelled.
+    pub fn start_on<R, M>(
+        io: Io<mpsc::Sender<Bytes>, R>,
+        closed: CancellationToken,
+        events: Arc<dyn Events>,
+        describe_end: impl FnOnce() -> String + Send + 'static,
+        relay: Relay,
+    ) -> Connection
+    where
+        R: futures_util::Stream<Item = std::io::Result<M>> + Send + Unpin + 'static,
+        M: Into<Incoming> + Send,
+    {
+        let (tx, rx) = mpsc::channel(256);
         let ending = Arc::new(std::sync::OnceLock::new());
         let task = Task {
             self_tx: tx.downgrade(),
             rx,
-            out: out_tx,
+            out: io.sink,
             pending: HashMap::new(),
             events,
             closed: closed.clone(),
             relay,
         };
-        tokio::spawn(write_lines(io.sink, out_rx, closed.clone()));
         let end = Arc::clone(&ending);
         tokio::spawn(async move {
             task.run(io.source).await;

@@ -12,6 +12,7 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use tokio::sync::mpsc;
 
+use super::client::Response;
 use super::{Head, HttpSpec};
 use crate::jsonrpc::{self, RequestId, RpcError, codes};
 use crate::metrics::Limit;
@@ -28,7 +29,7 @@ pub(super) enum BodyError {
     )]
     Oversized(usize),
     #[error("reading the upstream's response failed: {0}")]
-    Read(#[from] reqwest::Error),
+    Read(#[from] hyper::Error),
 }
 
 /// Counts a body's bytes against the limit as it streams past.
@@ -89,12 +90,12 @@ impl Meter {
 
 /// The body's chunks, failing with [`BodyError::Oversized`] at the limit.
 fn metered(
-    response: reqwest::Response,
+    response: Response,
     max: usize,
     sse: bool,
 ) -> impl Stream<Item = Result<Bytes, BodyError>> + Send + Unpin {
     let mut meter = Meter::new(max, sse);
-    response.bytes_stream().map(move |chunk| {
+    http_body_util::BodyDataStream::new(response.into_body()).map(move |chunk| {
         let chunk = chunk?;
         meter.feed(&chunk)?;
         Ok(chunk)
@@ -121,7 +122,7 @@ fn oversized(upstream: &str, spec: &HttpSpec, error: &BodyError) {
 /// ends before the response to `id`, fails that request.
 pub(super) async fn deliver(
     (upstream, spec): (&str, &HttpSpec),
-    response: reqwest::Response,
+    response: Response,
     id: Option<&RequestId>,
     incoming: &Incomings,
     route: Route,
@@ -133,19 +134,20 @@ pub(super) async fn deliver(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/event-stream"));
     if !is_sse {
-        let mut body = Vec::new();
+        // A small answer comes in one chunk, which is passed on as it is, uncopied.
+        let mut body = BodyBytes::default();
         let mut chunks = metered(response, max, false);
         while let Some(chunk) = chunks.next().await {
             match chunk {
-                Ok(chunk) => body.extend_from_slice(&chunk),
+                Ok(chunk) => body.push(chunk),
                 Err(e) => {
                     oversized(upstream, spec, &e);
                     return fail(incoming, id, e.to_string()).await;
                 }
             }
         }
-        if !body.trim_ascii().is_empty() {
-            let bytes = Bytes::from(body);
+        let bytes = body.into_bytes();
+        if !bytes.trim_ascii().is_empty() {
             let _ = incoming.send(Ok(Incoming { bytes, route })).await;
         }
         return;
@@ -180,6 +182,31 @@ pub(super) async fn deliver(
     }
 }
 
+/// A body's chunks joined: the one chunk itself, or a copy of them all.
+#[derive(Default)]
+struct BodyBytes {
+    first: Option<Bytes>,
+    joined: Vec<u8>,
+}
+
+impl BodyBytes {
+    fn push(&mut self, chunk: Bytes) {
+        match self.first.take() {
+            None if self.joined.is_empty() => self.first = Some(chunk),
+            first => {
+                if let Some(first) = first {
+                    self.joined.extend_from_slice(&first);
+                }
+                self.joined.extend_from_slice(&chunk);
+            }
+        }
+    }
+
+    fn into_bytes(self) -> Bytes {
+        self.first.unwrap_or_else(|| Bytes::from(self.joined))
+    }
+}
+
 fn describe(upstream: &str, spec: &HttpSpec, error: sse_stream::Error) -> String {
     if let sse_stream::Error::Body(inner) = &error {
         if let Some(body) = inner.downcast_ref::<BodyError>() {
@@ -191,9 +218,9 @@ fn describe(upstream: &str, spec: &HttpSpec, error: sse_stream::Error) -> String
 }
 
 /// The body as text, cut at `max` bytes: for the error of a refused request.
-pub(super) async fn read_limited(response: reqwest::Response, max: usize) -> String {
+pub(super) async fn read_limited(response: Response, max: usize) -> String {
     let mut body = Vec::new();
-    let mut chunks = response.bytes_stream();
+    let mut chunks = http_body_util::BodyDataStream::new(response.into_body());
     while let Some(Ok(chunk)) = chunks.next().await {
         let room = max.saturating_sub(body.len());
         body.extend_from_slice(&chunk[..chunk.len().min(room)]);

@@ -23,6 +23,8 @@
 //!   a row end the connection, and the next call starts a new one, after the backoff.
 
 mod body;
+mod client;
+mod headers;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -30,27 +32,30 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures_util::{SinkExt, StreamExt};
-use reqwest::StatusCode;
-use reqwest::header::{HeaderMap, HeaderValue};
+use futures_util::StreamExt;
+use http::header::{HeaderMap, HeaderValue};
+use http::{Method as HttpMethod, StatusCode};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinSet};
 use tokio::time::Instant;
-use tokio_util::sync::PollSender;
+use tokio_util::sync::CancellationToken;
 
 use self::body::{Incomings, deliver, fail, read_limited};
+pub use self::client::UpstreamClient;
 use super::route::{Incoming, Route};
 use super::wire::Io;
 use crate::jsonrpc::{self, RequestId};
 use crate::metrics::Metrics;
 use crate::protocol::Method;
-use crate::telemetry;
 
 /// How to reach one HTTP upstream.
 #[derive(Clone)]
 pub(crate) struct HttpSpec {
+    /// For messages and logs.
     pub url: String,
+    /// Parsed once here, not for every POST.
+    pub uri: http::Uri,
     /// The configured headers, `${ENV}` expanded; never the client's.
     pub headers: HeaderMap,
     pub max_message_bytes: usize,
@@ -73,54 +78,62 @@ impl std::fmt::Debug for HttpSpec {
     }
 }
 
-pub(crate) type HttpSink = futures_util::sink::SinkMapErr<
-    PollSender<Bytes>,
-    fn(tokio_util::sync::PollSendError<Bytes>) -> std::io::Error,
->;
 pub(crate) type HttpSource = futures_util::stream::BoxStream<'static, std::io::Result<Incoming>>;
 
 const SESSION: &str = "mcp-session-id";
 const VERSION: &str = "mcp-protocol-version";
+/// A POST accepts both answers (Streamable HTTP); the upstream picks JSON when it has only
+/// the response to send.
+const POST_ACCEPT: &str = "application/json, text/event-stream";
+const USER_AGENT_VALUE: &str = concat!("mcp-actor/", env!("CARGO_PKG_VERSION"));
+/// How long closing waits for the upstream to answer DELETE.
+const DELETE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Transport failures in a row that end the connection.
 const MAX_FAILURES: u32 = 3;
 
-fn closed_error(_: tokio_util::sync::PollSendError<Bytes>) -> std::io::Error {
-    std::io::Error::other("the HTTP transport has stopped")
-}
-
-/// Starts the transport's driver; its end (the connection closed) aborts every stream and
-/// sends DELETE. The returned future is the driver, for the owner to track.
+/// Starts the transport's driver; its end (`closed` cancelled, or the connection's queue
+/// closed) aborts every stream and sends DELETE, and cancels `closed` when the driver is the
+/// one that gave up. The returned future is the driver, for the owner to track.
 pub(crate) fn start(
     upstream: &str,
     spec: Arc<HttpSpec>,
-    http: reqwest::Client,
+    http: UpstreamClient,
+    closed: CancellationToken,
 ) -> (
-    Io<HttpSink, HttpSource>,
+    Io<mpsc::Sender<Bytes>, HttpSource>,
     impl std::future::Future<Output = ()> + Send + 'static,
 ) {
     let (out_tx, out_rx) = mpsc::channel::<Bytes>(64);
     let (in_tx, in_rx) = mpsc::channel::<std::io::Result<Incoming>>(256);
+    let mut exchange = Exchange {
+        upstream: upstream.into(),
+        spec,
+        http,
+        session: None,
+        version: None,
+        post_headers: Arc::default(),
+        incoming: in_tx,
+    };
+    exchange.rebuild_post_headers();
     let driver = Driver {
-        exchange: Exchange {
-            upstream: upstream.into(),
-            spec,
-            http,
-            session: None,
-            version: None,
-            incoming: in_tx,
-        },
+        exchange,
         init: None,
         failures: 0,
         streams: JoinSet::new(),
         calls: HashMap::new(),
     };
-    let sink = PollSender::new(out_tx).sink_map_err(closed_error as fn(_) -> _);
     let source = tokio_stream::wrappers::ReceiverStream::new(in_rx).boxed();
-    (Io { sink, source }, driver.run(out_rx))
+    (
+        Io {
+            sink: out_tx,
+            source,
+        },
+        driver.run(out_rx, closed),
+    )
 }
 
-/// The id and method of a message.
-#[derive(serde::Deserialize, Default)]
+/// The id and method of a message, read once when it is sent.
+#[derive(serde::Deserialize, Default, Clone)]
 struct Head {
     id: Option<RequestId>,
     method: Option<String>,
@@ -131,9 +144,12 @@ struct Head {
 struct Exchange {
     upstream: Arc<str>,
     spec: Arc<HttpSpec>,
-    http: reqwest::Client,
+    http: UpstreamClient,
     session: Option<HeaderValue>,
     version: Option<HeaderValue>,
+    /// Every header of a POST but the trace's: built when the session or the version
+    /// changes, not for each call.
+    post_headers: Arc<HeaderMap>,
     incoming: Incomings,
 }
 
@@ -146,38 +162,12 @@ enum Posted {
     /// 404 on the live session `session`: the upstream forgot it.
     Expired {
         message: Bytes,
+        head: Head,
         session: Option<HeaderValue>,
     },
 }
 
 impl Exchange {
-    fn request(&self, method: reqwest::Method) -> reqwest::RequestBuilder {
-        let accept = if method == reqwest::Method::GET {
-            "text/event-stream"
-        } else {
-            "application/json, text/event-stream"
-        };
-        let mut request = self
-            .http
-            .request(method, &self.spec.url)
-            .headers(self.spec.headers.clone())
-            .header("accept", accept);
-        if let Some(session) = &self.session {
-            request = request.header(SESSION, session.clone());
-        }
-        if let Some(version) = &self.version {
-            request = request.header(VERSION, version.clone());
-        }
-        request
-    }
-
-    fn post_request(&self, message: Bytes) -> reqwest::RequestBuilder {
-        self.request(reqwest::Method::POST)
-            .header("content-type", "application/json")
-            .headers(telemetry::headers_of_message(&message))
-            .body(message)
-    }
-
     /// Where a message with no request of its own goes.
     fn unlinked(&self) -> Route {
         match self.spec.shared {
@@ -193,13 +183,19 @@ impl Exchange {
 
     /// Sends one message and passes on what comes back, all within `call_timeout`.
     /// `retried`: this is the second try after the upstream forgot its session.
-    async fn post(self, message: Bytes, retried: bool) -> Posted {
-        let head: Head = serde_json::from_slice(&message).unwrap_or_default();
+    async fn post(self, message: Bytes, head: Head, retried: bool) -> Posted {
         let id = head.id.as_ref();
         let limit = self.spec.call_timeout;
         let deadline = Instant::now() + limit;
-        let sent = tokio::time::timeout_at(deadline, self.post_request(message.clone()).send());
-        let response = match sent.await {
+        // One timer bounds the headers and the body: a second would be armed for every call.
+        let expiry = tokio::time::sleep_until(deadline);
+        tokio::pin!(expiry);
+        let sent = self.http.send(self.post_request(message.clone()));
+        let sent = tokio::select! {
+            sent = sent => Ok(sent),
+            () = &mut expiry => Err(()),
+        };
+        let response = match sent {
             Ok(Ok(response)) => response,
             Ok(Err(e)) => {
                 self.fail(id, format!("cannot reach the upstream: {e}"))
@@ -215,7 +211,12 @@ impl Exchange {
         let status = response.status();
         if status == StatusCode::NOT_FOUND && self.session.is_some() && !retried {
             let session = self.session.clone();
-            return Posted::Expired { message, session };
+            let head = head.clone();
+            return Posted::Expired {
+                message,
+                head,
+                session,
+            };
         }
         if !status.is_success() {
             let body = tokio::time::timeout_at(deadline, read_limited(response, 500)).await;
@@ -231,7 +232,11 @@ impl Exchange {
             };
             let at = (&*self.upstream, &*self.spec);
             let read = deliver(at, response, id, &self.incoming, route);
-            if tokio::time::timeout_at(deadline, read).await.is_err() {
+            let finished = tokio::select! {
+                () = read => true,
+                () = &mut expiry => false,
+            };
+            if !finished {
                 let why = format!(
                     "the upstream did not finish its answer within call_timeout ({limit:?})"
                 );
@@ -246,7 +251,7 @@ impl Exchange {
     async fn listen(self) -> Posted {
         let sent = tokio::time::timeout(
             self.spec.call_timeout,
-            self.request(reqwest::Method::GET).send(),
+            self.http.send(self.request(HttpMethod::GET)),
         );
         if let Ok(Ok(response)) = sent.await {
             if response.status().is_success() {
@@ -272,9 +277,10 @@ struct Driver {
 }
 
 impl Driver {
-    async fn run(mut self, mut outgoing: mpsc::Receiver<Bytes>) {
+    async fn run(mut self, mut outgoing: mpsc::Receiver<Bytes>, closed: CancellationToken) {
         loop {
             tokio::select! {
+                () = closed.cancelled() => break,
                 message = outgoing.recv() => match message {
                     Some(message) => if !self.dispatch(message).await { break },
                     None => break,
@@ -288,6 +294,7 @@ impl Driver {
                 }
             }
         }
+        closed.cancel();
         self.streams.abort_all();
         self.delete().await;
     }
@@ -299,23 +306,26 @@ impl Driver {
             Some(Method::Initialize) => return self.initialize(message, head.id).await,
             Some(Method::Initialized) => {
                 // Sent before the GET, which some servers accept only once initialized.
-                let sent = self.exchange.clone().post(message, false).await;
+                let sent = self.exchange.clone().post(message, head, false).await;
                 self.spawn_listen();
                 return self.on_posted(sent).await;
             }
             Some(Method::Cancelled) => self.stop_reading(&message),
             _ => {}
         }
-        self.spawn_post(message, false);
+        self.spawn_post(message, head, false);
         true
     }
 
-    fn spawn_post(&mut self, message: Bytes, retried: bool) {
-        let head: Head = serde_json::from_slice(&message).unwrap_or_default();
+    fn spawn_post(&mut self, message: Bytes, head: Head, retried: bool) {
+        let call = match (&head.id, &head.method) {
+            (Some(RequestId::Number(id)), Some(_)) => Some(*id),
+            _ => None,
+        };
         let task = self
             .streams
-            .spawn(self.exchange.clone().post(message, retried));
-        if let (Some(RequestId::Number(id)), Some(_)) = (head.id, head.method) {
+            .spawn(self.exchange.clone().post(message, head, retried));
+        if let Some(id) = call {
             self.calls.insert(id, task);
         }
     }
@@ -347,15 +357,18 @@ impl Driver {
                     return false;
                 }
             }
-            Posted::Expired { message, session } => {
+            Posted::Expired {
+                message,
+                head,
+                session,
+            } => {
                 // Several requests may meet the loss at once: the first re-initializes.
                 if session == self.exchange.session && !self.reinitialize().await {
-                    let head: Head = serde_json::from_slice(&message).unwrap_or_default();
                     let why = "the upstream forgot its session and would not start a new one";
                     self.exchange.fail(head.id.as_ref(), why.into()).await;
                     return false;
                 }
-                self.spawn_post(message, true);
+                self.spawn_post(message, head, true);
             }
         }
         true
@@ -388,8 +401,8 @@ impl Driver {
         let limit = self.exchange.spec.startup_timeout;
         let deadline = Instant::now() + limit;
         let late = || format!("the upstream did not answer initialize within {limit:?}");
-        self.exchange.session = None;
-        let sent = self.exchange.post_request(message).send();
+        self.exchange.set_session(None);
+        let sent = (self.exchange.http).send(self.exchange.post_request(message));
         let response = match tokio::time::timeout_at(deadline, sent).await {
             Ok(Ok(response)) => response,
             Ok(Err(e)) => return Err(format!("cannot reach the upstream: {e}")),
@@ -403,7 +416,8 @@ impl Driver {
                 body.unwrap_or_default()
             ));
         }
-        self.exchange.session = response.headers().get(SESSION).cloned();
+        self.exchange
+            .set_session(response.headers().get(SESSION).cloned());
         let (tx, mut rx) = mpsc::channel(16);
         let at = (&*self.exchange.upstream, &*self.exchange.spec);
         let read = deliver(at, response, id.as_ref(), &tx, Route::Latest);
@@ -425,7 +439,8 @@ impl Driver {
             .pointer("/result/protocolVersion")
             .and_then(Value::as_str)
         {
-            self.exchange.version = HeaderValue::from_str(version).ok();
+            self.exchange
+                .set_version(HeaderValue::from_str(version).ok());
         }
     }
 
@@ -449,7 +464,9 @@ impl Driver {
             return false;
         }
         let initialized = jsonrpc::encode_notification("notifications/initialized", None);
-        let _ = self.exchange.clone().post(initialized, true).await;
+        let _ = (self.exchange.clone())
+            .post(initialized, Head::default(), true)
+            .await;
         self.spawn_listen();
         tracing::info!(upstream = %self.exchange.upstream, "the upstream forgot its session; re-initialized it");
         true
@@ -459,14 +476,16 @@ impl Driver {
         if self.exchange.session.is_none() {
             return;
         }
-        let deleted = self
-            .exchange
-            .request(reqwest::Method::DELETE)
-            .timeout(Duration::from_secs(5))
-            .send()
-            .await;
-        if let Err(e) = deleted {
-            tracing::debug!(upstream = %self.exchange.upstream, error = %e, "DELETE of the upstream session failed");
+        let request = self.exchange.request(HttpMethod::DELETE);
+        let deleted = tokio::time::timeout(DELETE_TIMEOUT, self.exchange.http.send(request));
+        match deleted.await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                tracing::debug!(upstream = %self.exchange.upstream, error = %e, "DELETE of the upstream session failed");
+            }
+            Err(_) => {
+                tracing::debug!(upstream = %self.exchange.upstream, "DELETE of the upstream session got no answer within {DELETE_TIMEOUT:?}");
+            }
         }
     }
 }
