@@ -19,10 +19,13 @@
 #                  benches/compare.toml with benches/features/NAME.toml appended, so a
 #                  feature's cost is a ratio to mine in the same run's report. A fragment
 #                  naming @OTLP_ENDPOINT@ gets benches/otlp-sink.py's URL (`telemetry`:
-#                  traces exported to a local OTLP/HTTP sink)
+#                  traces exported to a local OTLP/HTTP sink). One naming @STORE_URL@ gets
+#                  the URL of a redis-server this script starts on a free port (and stops
+#                  on exit), flushed before each of that server's runs (`store`: a shared
+#                  session store); after each such run the Redis commands it took, per
+#                  operation, are printed and written to OUT/store_commands.tsv
+#   --store        the same as --feature store
 #   --no-build     use what is built; only check that it exists
-#   --store        `mine` runs with [store] on a redis-server this script starts (and stops)
-#                  on a free port: what a shared session store costs per call
 #
 # Servers: `mine` is mcp-actor on benches/compare.toml ($MCP_ACTOR_BIN, or the release build of
 # this repository, built here when missing); `limit` is benches/limit (echo and streams scenarios);
@@ -62,8 +65,6 @@ SCENARIOS="$ALL_SCENARIOS"
 STREAMS=10000
 FEATURES=""
 BUILD=1
-STORE=0
-STORE_URL=""
 STOP_WAIT=10 # seconds between SIGTERM and SIGKILL
 READY_WAIT=60 # seconds a server may take to answer after its start
 
@@ -102,7 +103,7 @@ while [[ $# -gt 0 ]]; do
         --streams) STREAMS="${2:?--streams needs a number}"; shift 2 ;;
         --feature) FEATURES="$FEATURES ${2:?--feature needs a name}"; shift 2 ;;
         --no-build) BUILD=0; shift ;;
-        --store) STORE=1; shift ;;
+        --store) FEATURES="$FEATURES store"; shift ;;
         -h|--help) usage ;;
         *) say "unknown argument '$1'"; usage ;;
     esac
@@ -127,6 +128,7 @@ for s in $ALL_SERVERS; do
 done
 [[ ${#want_servers[@]} -gt 0 ]] || die "no server selected"
 # Feature variants run right after mine, so background noise falls on both alike.
+FEATURES="$(printf '%s\n' $FEATURES | awk '!seen[$0]++' | tr '\n' ' ')"
 variants=()
 for f in $FEATURES; do
     [[ -f "$BENCHES/features/$f.toml" ]] || die "unknown feature '$f' (no benches/features/$f.toml)"
@@ -212,9 +214,16 @@ if [[ -n "$FEATURES" ]] && grep -qs @OTLP_ENDPOINT@ $(for f in $FEATURES; do ech
     OTLP_ENDPOINT="http://127.0.0.1:$sink_port"
     trap 'stop_helpers' EXIT
 fi
+# The redis-server of `--feature store` (benches/store-redis.sh), for the runs that name it.
+source "$BENCHES/store-redis.sh"
+if [[ -n "$FEATURES" ]] && grep -qs @STORE_URL@ $(for f in $FEATURES; do echo "$BENCHES/features/$f.toml"; done); then
+    trap 'stop_helpers' EXIT
+    start_store_redis "$OUT" || die "redis-server did not start (see $OUT/logs/redis.log)"
+fi
 # mine+NAME's configuration: compare.toml, then the feature's fragment (appended to out).
 variant_config() { # server out
-    [[ $1 == mine+* ]] && sed "s#@OTLP_ENDPOINT@#$OTLP_ENDPOINT#g" "$BENCHES/features/${1#mine+}.toml" >>"$2"
+    [[ $1 == mine+* ]] && sed -e "s#@OTLP_ENDPOINT@#$OTLP_ENDPOINT#g" -e "s#@STORE_URL@#$STORE_URL#g" \
+        "$BENCHES/features/${1#mine+}.toml" >>"$2"
     return 0
 }
 for v in "${variants[@]}"; do
@@ -328,31 +337,6 @@ for _ in range(200):
 PY
 }
 
-# --store: one redis-server for the whole comparison, stopped when the script exits.
-start_store() {
-    [[ $STORE == 1 ]] || return 0
-    command -v redis-server >/dev/null || die "--store needs redis-server (scripts/lb-tools.sh installs it)"
-    local port
-    port="$(free_port)"
-    mkdir -p "$OUT/redis"
-    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$OUT/redis" \
-        >"$OUT/logs/redis.log" 2>&1 </dev/null &
-    STORE_PID=$!
-    trap 'stop_helpers' EXIT
-    STORE_URL="redis://127.0.0.1:$port/0"
-    for _ in $(seq 50); do
-        redis-cli -p "$port" ping >/dev/null 2>&1 && return 0
-        sleep 0.1
-    done
-    die "redis-server did not answer on port $port"
-}
-
-# The [store] fragment appended to a run's copy of compare.toml with --store.
-store_fragment() { # config
-    [[ $STORE == 1 ]] || return 0
-    printf '\n[store]\nurl = "%s"\n' "$STORE_URL" >>"$1"
-}
-
 start_server() { # server config log -> SPID, PORT (returns 1 if it never answered)
     PORT="$(free_port)"
     [[ -n "$PORT" ]] || { say "no free port"; return 1; }
@@ -416,7 +400,7 @@ for sc in "${want_scenarios[@]}"; do
 done
 say "$runs_total runs: ${want_scenarios[*]} | servers: ${want_servers[*]} | -d $DURATION -w $WARMUP --rounds $ROUNDS --streams $STREAMS | out: $OUT"
 
-start_store
+[[ -z "$STORE_URL" ]] || printf 'scenario\tserver\tround\tops\tredis_commands\tper_op\tby_command\n' >"$OUT/store_commands.tsv"
 printf 'scenario\tserver\tround\tstatus\tbench_exit\tserver_exit\tport\tseconds\tjson\tbench_log\tserver_log\tsteal_pct\n' >"$OUT/runs.tsv"
 FAILS=0
 n=0
@@ -435,9 +419,9 @@ for sc in "${want_scenarios[@]}"; do
             if [[ $s == mine || $s == mine+* ]]; then
                 cfg="$OUT/configs/$run.toml" # writable: the streams trigger rewrites it
                 cp "$BENCHES/compare.toml" "$cfg"
-                store_fragment "$cfg"
                 variant_config "$s" "$cfg"
             fi
+            uses_store "$cfg" && reset_store
             t0=$SECONDS
             read -r steal0 ticks0 < <(steal_now)
             brc="" status=""
@@ -491,6 +475,12 @@ if "rss_per_stream_kib" in j:
 else:
     print("%.0f/s, %.2f us/op, failed %s, mismatched %s" % (j.get("rate_per_s") or 0, j.get("server_cpu_us_per_op") or 0, j.get("failed"), j.get("mismatched")))
 ' "$json" 2>/dev/null)"
+            fi
+            if uses_store "$cfg"; then
+                read -r rtotal rper rby < <(store_commands "$json")
+                ops="$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("ok", ""))' "$json" 2>/dev/null)"
+                printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$sc" "$s" "$r" "$ops" "$rtotal" "$rper" "$rby" >>"$OUT/store_commands.tsv"
+                summary="$summary; redis: $rtotal commands, $rper per op ($rby)"
             fi
             stolen=""
             awk -v x="$steal" 'BEGIN { exit !(x >= 5) }' && stolen=", steal ${steal}%"

@@ -15,8 +15,6 @@ use mcp_actor::providers::{
 };
 use mcp_actor::reload::{self, Reloader};
 use tracing_subscriber::EnvFilter;
-use tracing_subscriber::layer::SubscriberExt;
-use tracing_subscriber::util::SubscriberInitExt;
 
 mod call;
 
@@ -186,11 +184,11 @@ fn run() -> anyhow::Result<()> {
         None => {}
     }
     let loaded = LoadedConfig::read(cli.config.as_deref())?;
+    let otel_env = mcp_actor::telemetry::ExporterEnv::capture();
     withhold_token_env(&loaded);
     // Before the runtime: the exporter runs on a thread of its own.
-    let telemetry = mcp_actor::telemetry::start(&loaded.config.telemetry)?;
-    let (tracer, telemetry) = telemetry.unzip();
-    init_logging(cli.log_format.unwrap_or(loaded.config.log.format), tracer);
+    let telemetry = mcp_actor::telemetry::start(&loaded.config.telemetry, &otel_env)?;
+    init_logging(cli.log_format.unwrap_or(loaded.config.log.format));
     // Process-wide, so set once here, before any command tool runs: orphaned descendants of
     // command tools re-parent to this process, which kills and reaps them (see
     // `providers::become_child_subreaper`). `check` runs no command, so it skips this.
@@ -208,8 +206,9 @@ fn run() -> anyhow::Result<()> {
     served
 }
 
-/// Takes the static tokens' and the admin token's `token_env` variables, and those
-/// `[store] url` names, out of the environment, which every
+/// Takes the static tokens' and the admin token's `token_env` variables, those
+/// `[store] url` names and the OTLP exporter's header variables (an API key, often), out of
+/// the environment, which every
 /// child (stdio upstreams, command tools without `env_clear`) inherits; the server keeps
 /// their values in memory (`auth::withhold_token_env`).
 fn withhold_token_env(loaded: &LoadedConfig) {
@@ -219,8 +218,11 @@ fn withhold_token_env(loaded: &LoadedConfig) {
     let store = store
         .iter()
         .filter_map(|v| mcp_actor::auth::withhold_env_var(v));
+    let otel = mcp_actor::telemetry::SECRET_VARS
+        .iter()
+        .filter_map(|v| mcp_actor::auth::withhold_env_var(v));
     let vars = mcp_actor::auth::withhold_token_env(loaded.config.auth.as_ref());
-    for var in vars.into_iter().chain(admin).chain(store) {
+    for var in vars.into_iter().chain(admin).chain(store).chain(otel) {
         // SAFETY: `remove_var` races only with another thread reading or writing the
         // environment. This runs in `main` before the tokio runtime is built, the first
         // thread this process starts (nothing before it spawns one: argument parsing and
@@ -229,9 +231,8 @@ fn withhold_token_env(loaded: &LoadedConfig) {
     }
 }
 
-/// Logs to standard error, filtered by `RUST_LOG` (default `info`); with a tracer
-/// (`[telemetry]` on), the spans also go to OpenTelemetry.
-fn init_logging(format: LogFormat, tracer: Option<opentelemetry_sdk::trace::SdkTracer>) {
+/// Logs to standard error, filtered by `RUST_LOG` (default `info`).
+fn init_logging(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -244,8 +245,6 @@ fn init_logging(format: LogFormat, tracer: Option<opentelemetry_sdk::trace::SdkT
             .flatten_event(true)
             .with_current_span(true)
             .with_span_list(false)
-            .finish()
-            .with(tracer.map(mcp_actor::telemetry::layer))
             .init(),
         // Colour only on a terminal, and never when NO_COLOR is set (no-color.org): a log
         // file or a collector must not receive escape codes.
@@ -256,8 +255,6 @@ fn init_logging(format: LogFormat, tracer: Option<opentelemetry_sdk::trace::SdkT
                 std::io::IsTerminal::is_terminal(&std::io::stderr())
                     && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
             )
-            .finish()
-            .with(tracer.map(mcp_actor::telemetry::layer))
             .init(),
     }
 }

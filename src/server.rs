@@ -415,7 +415,8 @@ impl ServerBuilder {
                 config.tasks.clone(),
                 &config.server.node_id,
                 Arc::clone(&metrics),
-            ),
+            )
+            .with_store(sessions.store.clone(), config.store.max_task_result),
             listen_permits: Arc::new(Semaphore::new(config.stateless.max_listen_streams)),
             call_permits: Arc::new(Semaphore::new(config.stateless.max_in_flight)),
             principal_calls: KeyedCounts::default(),

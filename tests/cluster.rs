@@ -146,15 +146,26 @@ fn nginx_rolling_restart_and_a_kill_keep_every_session_with_a_shared_store() {
     );
 }
 
-// Left out of the default run: through HAProxy the Python client's transport sometimes
-// sees "Server disconnected without sending a response" on a request a draining node handed
-// off (about one run in three here), which ends that client's session. Run it with
-// `cargo test --test cluster -- --ignored`.
 #[test]
-#[ignore = "flaky through HAProxy: a handed-off request sometimes reaches the Python client unanswered"]
 fn haproxy_rolling_restart_and_a_kill_keep_every_session_with_a_shared_store() {
     run(
         "a shared store behind HAProxy",
         store::rolling_restart_and_a_kill_keep_every_session(Kind::Haproxy),
+    );
+}
+
+#[test]
+fn nginx_retries_a_handed_off_request_whose_body_came_after_its_head() {
+    run(
+        "a late body handed off behind nginx",
+        store::a_request_whose_body_comes_late_is_handed_off_from_a_draining_node(Kind::Nginx),
+    );
+}
+
+#[test]
+fn haproxy_retries_a_handed_off_request_whose_body_came_after_its_head() {
+    run(
+        "a late body handed off behind HAProxy",
+        store::a_request_whose_body_comes_late_is_handed_off_from_a_draining_node(Kind::Haproxy),
     );
 }

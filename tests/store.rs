@@ -14,56 +14,15 @@
 mod common;
 #[path = "common/redis.rs"]
 mod redis;
+mod store_common;
 
 use std::time::{Duration, Instant};
 
 use common::{BUILTIN_TOOLS_TOML, Client, LATEST, Session, TempDir, TestServer};
 use redis::{Redis, free_port};
 use reqwest::StatusCode;
-use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
-
-const LIMIT: Duration = Duration::from_secs(10);
-
-const ALICE: &str = "store-alice-token-0b1c";
-const BOB: &str = "store-bob-token-9f3e";
-
-/// A node on `url` with the builtin tools, static tokens for alice and bob when `auth`.
-fn node_config(node: &str, url: &str, extra_sessions: &str, auth: bool) -> String {
-    let auth = if auth {
-        "[auth]\nresource = \"https://mcp.example.com/mcp\"\n\n\
-         [[auth.tokens]]\nprincipal = \"alice\"\ntoken_env = \"STORE_ALICE\"\n\n\
-         [[auth.tokens]]\nprincipal = \"bob\"\ntoken_env = \"STORE_BOB\"\n"
-    } else {
-        ""
-    };
-    format!(
-        "[server]\nnode_id = \"{node}\"\ndrain_timeout = \"5s\"\n\n\
-         [sessions]\n{extra_sessions}\n\n[store]\nurl = \"{url}\"\ntimeout = \"500ms\"\n\n\
-         {auth}\n{BUILTIN_TOOLS_TOML}"
-    )
-}
-
-/// Starts a node on the configuration file `name` in `dir`.
-fn start_node(dir: &TempDir, name: &str, toml: &str) -> TestServer {
-    let path = dir.write(name, toml);
-    TestServer::with_config_file(&path, &[("STORE_ALICE", ALICE), ("STORE_BOB", BOB)])
-}
-
-fn bearer(url: &str, token: &str) -> Client {
-    let mut headers = HeaderMap::new();
-    let value = HeaderValue::from_str(&format!("Bearer {token}")).expect("header value");
-    headers.insert(AUTHORIZATION, value);
-    let http = reqwest::Client::builder()
-        .default_headers(headers)
-        .timeout(LIMIT)
-        .build()
-        .expect("client");
-    Client {
-        http,
-        url: url.to_string(),
-    }
-}
+use store_common::{ALICE, BOB, LIMIT, bearer, metric, node_config, start_node};
 
 /// `session` as seen through `client` (another node, another token).
 fn on(client: &Client, session: &Session) -> Session {
@@ -77,19 +36,6 @@ async fn echo_status(session: &Session, id: u64) -> StatusCode {
     let body = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
                        "params": { "name": "echo", "arguments": { "text": "hi" } } });
     session.post_value(&body).await.status()
-}
-
-async fn metric(server: &TestServer, name: &str) -> f64 {
-    let text = reqwest::get(format!("{}/metrics", server.admin_url))
-        .await
-        .expect("GET /metrics")
-        .text()
-        .await
-        .expect("metrics text");
-    text.lines()
-        .filter(|l| l.starts_with(name))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
 }
 
 async fn local_sessions(server: &TestServer) -> u64 {

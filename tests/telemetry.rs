@@ -373,3 +373,32 @@ async fn a_collector_that_never_answers_neither_slows_calls_nor_grows_the_queue(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+#[tokio::test]
+async fn the_otlp_header_variables_reach_the_collector_and_no_child_process() {
+    let collector = Collector::start().await;
+    let dir = common::TempDir::new("otlp-headers");
+    let printenv = "[[tools]]\nname = \"printenv\"\ncommand = [\"env\"]\ninput_schema = { type = \"object\" }\n";
+    let config = dir.write(
+        "config.toml",
+        &format!("{}{printenv}", telemetry(&collector.url, "keyed")),
+    );
+    let server = TestServer::with_config_file(
+        &config,
+        &[("OTEL_EXPORTER_OTLP_HEADERS", "x-otlp-key=s%3Dcret, team=a")],
+    );
+    let session = server.client().connect().await;
+    let response = session_request(&session, &echo(1, None), &[]).await;
+    assert!(response.get("result").is_some(), "{response}");
+    collector.span(|s| s.service == "keyed").await;
+    assert!(
+        collector.keys().iter().all(|k| k == "s=cret") && !collector.keys().is_empty(),
+        "{:?}",
+        collector.keys()
+    );
+    let env = session
+        .call_tool_text(json!(2), "printenv", json!({}))
+        .await;
+    assert!(env.contains("PATH="), "{env}");
+    assert!(!env.contains("OTEL_EXPORTER_OTLP_HEADERS"), "{env}");
+}

@@ -1,4 +1,5 @@
-//! `[store]`: where a node keeps the durable records of its sessions.
+//! `[store]`: where a node keeps the durable records of its sessions, and the final state
+//! of its 2026-07-28 tasks.
 //!
 //! Absent, sessions live in memory only, as they always have, and nothing calls a store.
 //! With a `url`, each session actor keeps a small record (who owns the session, what was
@@ -26,6 +27,9 @@ pub struct StoreSection {
     /// The largest record a session may have, in bytes: a client whose `initialize`
     /// declares more (capabilities, client info) is refused.
     pub max_record_bytes: usize,
+    /// The largest finished task (its result, mostly) written to the store, in bytes, as
+    /// JSON. A bigger one is stored with its status and an error in place of its result.
+    pub max_task_result: usize,
 }
 
 impl Default for StoreSection {
@@ -35,6 +39,7 @@ impl Default for StoreSection {
             timeout: Duration::from_secs(2),
             required: false,
             max_record_bytes: 4096,
+            max_task_result: 1024 * 1024,
         }
     }
 }

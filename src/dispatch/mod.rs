@@ -49,9 +49,8 @@ pub async fn dispatch(
 
 /// The span a handler runs in: every log line of the handler (a command tool's failure, a
 /// refused file read) carries the node, session, method, its target (tool or prompt name,
-/// resource URI, task id), request id and protocol revision. With `[telemetry]` on it is
-/// also the request's SERVER span ([`telemetry::describe`]), whose parent is the trace
-/// context in `params._meta`.
+/// resource URI, task id), request id and protocol revision. (The request's OpenTelemetry
+/// span is [`telemetry::begin`]'s, not this one.)
 pub fn request_span(
     node: &str,
     method: Method,
@@ -59,11 +58,10 @@ pub fn request_span(
     session: Option<&str>,
     request_id: &RequestId,
     version: &str,
-    params: Option<&Value>,
 ) -> tracing::Span {
     // At the highest level, so it is enabled whenever any event inside it is: an operator
     // at `RUST_LOG=warn` still sees which request a warning is about.
-    let span = tracing::error_span!(
+    tracing::error_span!(
         "request",
         node,
         session = session.unwrap_or(""),
@@ -71,18 +69,7 @@ pub fn request_span(
         target = target.unwrap_or(""),
         request_id = %request_id,
         version,
-        otel.name = tracing::field::Empty,
-        otel.kind = tracing::field::Empty,
-    );
-    let operation = telemetry::Operation {
-        method,
-        session,
-        version,
-        request_id,
-        params,
-    };
-    telemetry::describe(&span, operation);
-    span
+    )
 }
 
 /// The one way a feature method runs, on every path (a session's spawned task, a
@@ -114,10 +101,18 @@ pub(crate) fn run_handler(
         parts.session_id.as_deref(),
         &parts.request_id,
         version,
-        sent.or(params.as_ref()),
     );
+    let traced = telemetry::begin(telemetry::Operation {
+        method: method.method(),
+        session: parts.session_id.as_deref(),
+        version,
+        request_id: &parts.request_id,
+        params: sent.or(params.as_ref()),
+    });
     let ctx = RequestContext::new(parts);
-    async move { run_guarded(&features, &metrics, ctx, method, params).await }.instrument(span)
+    traced.wrap(
+        async move { run_guarded(&features, &metrics, ctx, method, params).await }.instrument(span),
+    )
 }
 
 /// [`dispatch`], with a handler that panics turned into an internal error (logged,
@@ -133,7 +128,7 @@ pub async fn run_guarded(
     let _running = (method == FeatureMethod::ToolsCall).then(|| metrics.tool_running());
     // A cheap handle for the log line of the rare panic (one reference count).
     let about = ctx.clone();
-    let outcome = AssertUnwindSafe(dispatch(features, ctx, method, params))
+    AssertUnwindSafe(dispatch(features, ctx, method, params))
         .catch_unwind()
         .await
         .unwrap_or_else(|_| {
@@ -142,7 +137,5 @@ pub async fn run_guarded(
             Err(RpcError::internal(format!(
                 "the handler of {method} failed unexpectedly"
             )))
-        });
-    telemetry::record_outcome(&outcome);
-    outcome
+        })
 }

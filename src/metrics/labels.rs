@@ -132,10 +132,12 @@ pub enum Limit {
     TaskBytes,
     /// `audit.queue` or `audit.max_line_bytes`: an audit line was dropped.
     AuditQueue,
+    /// `store.max_task_result`: a finished task's result was not written to the store.
+    StoreTaskResult,
 }
 
 impl Limit {
-    pub const ALL: [Limit; 32] = [
+    pub const ALL: [Limit; 33] = [
         Limit::MaxBodyBytes,
         Limit::MaxInFlight,
         Limit::StatelessMaxInFlight,
@@ -168,6 +170,7 @@ impl Limit {
         Limit::ReplayBytes,
         Limit::TaskBytes,
         Limit::AuditQueue,
+        Limit::StoreTaskResult,
     ];
 
     pub fn label(self) -> &'static str {
@@ -204,6 +207,7 @@ impl Limit {
             Limit::ReplayBytes => "replay_bytes",
             Limit::TaskBytes => "task_bytes",
             Limit::AuditQueue => "audit_queue",
+            Limit::StoreTaskResult => "store_max_task_result",
         }
     }
 }

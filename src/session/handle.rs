@@ -11,6 +11,7 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
 use crate::context::{ClientLink, ClientRequestError, Grants, Notice};
 use crate::events::ServerEvent;
@@ -30,6 +31,10 @@ pub(crate) struct SessionHandle {
     pub version: Revision,
     tx: mpsc::Sender<SessionMsg>,
     mailbox_wait: Duration,
+    /// `[store]`: the server's drain. An actor that ends because of the drain leaves the
+    /// messages still in its mailbox unread, and a request that took this handle just before
+    /// must be handed to another node (which restores the session), not told 404.
+    drain: Option<CancellationToken>,
 }
 
 impl SessionHandle {
@@ -39,6 +44,7 @@ impl SessionHandle {
         version: Revision,
         tx: mpsc::Sender<SessionMsg>,
         mailbox_wait: Duration,
+        drain: Option<CancellationToken>,
     ) -> Self {
         SessionHandle {
             id,
@@ -46,6 +52,17 @@ impl SessionHandle {
             version,
             tx,
             mailbox_wait,
+            drain,
+        }
+    }
+
+    /// What a request sees when the actor has ended before reading its message: 404, or,
+    /// with `[store]` on a draining node, a hand-off (the request never ran here, and its
+    /// session's record stays for the node that takes it).
+    fn gone(&self) -> SessionError {
+        match &self.drain {
+            Some(drain) if drain.is_cancelled() => SessionError::HandOff,
+            _ => SessionError::NotFound,
         }
     }
 
@@ -117,11 +134,11 @@ impl SessionHandle {
         // Fast path without a timer; wait (bounded) only when the mailbox is full.
         match self.tx.try_send(msg) {
             Ok(()) => {}
-            Err(mpsc::error::TrySendError::Closed(_)) => return Err(SessionError::NotFound),
+            Err(mpsc::error::TrySendError::Closed(_)) => return Err(self.gone()),
             Err(mpsc::error::TrySendError::Full(msg)) => {
                 match tokio::time::timeout(self.mailbox_wait, self.tx.send(msg)).await {
                     Ok(Ok(())) => {}
-                    Ok(Err(_)) => return Err(SessionError::NotFound),
+                    Ok(Err(_)) => return Err(self.gone()),
                     Err(_) => {
                         warn_limited!(session = %self.id, "session mailbox full; request refused");
                         return Err(SessionError::Busy);
@@ -129,7 +146,7 @@ impl SessionHandle {
                 }
             }
         }
-        rx.await.map_err(|_| SessionError::NotFound)
+        rx.await.map_err(|_| self.gone())
     }
 }
 

@@ -246,6 +246,7 @@ fn launch(
         version,
         tx.clone(),
         sessions.mailbox_wait,
+        env.store.is_some().then(|| env.core.drain.clone()),
     );
     env.registry.insert(handle.clone());
     env.core.metrics.session_started();

@@ -302,7 +302,7 @@ async fn route(
         }
         Some(Served::Stateless(StatelessMethod::Task(task))) => {
             let (params, client) = (request.params.as_ref(), &envelope.client);
-            match tasks::serve(state, task, params, client, &transport.caller.key) {
+            match tasks::serve(state, task, params, client, &transport.caller.key).await {
                 Ok(result) => Reply::result(state, task.method(), &request.id, result),
                 Err(e) => Reply::error(Some(&request.id), e),
             }

@@ -19,12 +19,20 @@ use super::record::{Ownership, Written};
 const SESSIONS: TableDefinition<&str, &[u8]> = TableDefinition::new("sessions");
 /// Deleted session id → when its tombstone expires (Unix milliseconds).
 const TOMBSTONES: TableDefinition<&str, u64> = TableDefinition::new("tombstones");
+/// Finished task id → its final state ([`TaskRow`]), a key space apart from sessions.
+const TASKS: TableDefinition<&str, &[u8]> = TableDefinition::new("tasks");
 const SWEEP_EVERY: u64 = 1024;
 
 #[derive(Serialize, Deserialize)]
 struct Row {
     owner: String,
     epoch: u64,
+    data: String,
+    expires: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct TaskRow {
     data: String,
     expires: u64,
 }
@@ -56,6 +64,7 @@ impl FileStore {
         let txn = db.begin_write().map_err(err)?;
         txn.open_table(SESSIONS).map_err(err)?;
         txn.open_table(TOMBSTONES).map_err(err)?;
+        txn.open_table(TASKS).map_err(err)?;
         txn.commit().map_err(err)?;
         let store = FileStore {
             db: Arc::new(db),
@@ -210,7 +219,49 @@ impl FileStore {
                 .map_err(err)?;
             let mut tombstones = txn.open_table(TOMBSTONES).map_err(err)?;
             tombstones.retain(|_, until| until > now).map_err(err)?;
+            let mut tasks = txn.open_table(TASKS).map_err(err)?;
+            tasks
+                .retain(|_, bytes| {
+                    serde_json::from_slice::<TaskRow>(bytes).is_ok_and(|row| row.expires > now)
+                })
+                .map_err(err)?;
         }
         txn.commit().map_err(err)
+    }
+}
+
+impl FileStore {
+    /// Writes a finished task unless a live one is there already: a task settles once, and
+    /// its first final state is the one that stays.
+    pub(super) fn save_task(&self, id: &str, data: &str, ttl: Duration) -> Result<()> {
+        self.count_write()?;
+        let txn = self.db.begin_write().map_err(err)?;
+        {
+            let mut tasks = txn.open_table(TASKS).map_err(err)?;
+            let held = match tasks.get(id).map_err(err)? {
+                Some(bytes) => serde_json::from_slice::<TaskRow>(bytes.value())
+                    .is_ok_and(|row| row.expires > now_ms()),
+                None => false,
+            };
+            if !held {
+                let row = TaskRow {
+                    data: data.to_string(),
+                    expires: after(ttl),
+                };
+                let bytes = serde_json::to_vec(&row).map_err(err)?;
+                tasks.insert(id, bytes.as_slice()).map_err(err)?;
+            }
+        }
+        txn.commit().map_err(err)
+    }
+
+    pub(super) fn load_task(&self, id: &str) -> Result<Option<String>> {
+        let txn = self.db.begin_read().map_err(err)?;
+        let table = txn.open_table(TASKS).map_err(err)?;
+        let Some(bytes) = table.get(id).map_err(err)? else {
+            return Ok(None);
+        };
+        let row: TaskRow = serde_json::from_slice(bytes.value()).map_err(err)?;
+        Ok((row.expires > now_ms()).then_some(row.data))
     }
 }

@@ -11,11 +11,12 @@
 //! Every call is bounded by `[store] timeout`. A failure marks the store down (what
 //! `/readyz` reports) until a call succeeds again, and is counted in
 //! `mcp_store_errors_total`. No call is made on a request's path except to restore or
-//! delete a session.
+//! delete a session, or to read a finished task this node does not hold (`task`).
 
 mod file;
 mod record;
 mod redis;
+mod task;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

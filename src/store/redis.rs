@@ -1,5 +1,6 @@
 //! The Redis store: one hash per session (`owner`, `epoch`, `data`) and one tombstone key
-//! per deleted session, both with the store's own expiry.
+//! per deleted session, both with the store's own expiry; and one string per finished task
+//! (`mcp:task:<id>`), a key space of its own.
 //!
 //! Every step that decides ownership is one Lua script, so it is atomic on the server: a
 //! claim and a DELETE on two nodes cannot interleave, and a write from a node that lost
@@ -68,6 +69,10 @@ fn record_key(id: &str) -> String {
 
 fn tombstone_key(id: &str) -> String {
     format!("mcp:deleted:{id}")
+}
+
+fn task_key(id: &str) -> String {
+    format!("mcp:task:{id}")
 }
 
 fn millis(d: Duration) -> u64 {
@@ -200,6 +205,34 @@ impl RedisStore {
 }
 
 impl RedisStore {
+    /// Writes a finished task, unless one is there already: `NX`, because a task settles
+    /// once and its first final state is the one that stays.
+    pub(super) async fn save_task(
+        &self,
+        id: &str,
+        data: &str,
+        ttl: Duration,
+    ) -> redis::RedisResult<()> {
+        let mut con = self.connection().await?;
+        let _: Option<String> = redis::cmd("SET")
+            .arg(task_key(id))
+            .arg(data)
+            .arg("PX")
+            .arg(millis(ttl))
+            .arg("NX")
+            .query_async(&mut con)
+            .await?;
+        Ok(())
+    }
+
+    pub(super) async fn load_task(&self, id: &str) -> redis::RedisResult<Option<String>> {
+        let mut con = self.connection().await?;
+        redis::cmd("GET")
+            .arg(task_key(id))
+            .query_async(&mut con)
+            .await
+    }
+
     /// Hands `on_move` the id of every session another instance claimed or deleted, until
     /// `on_move` says to stop. A lost subscription is made again after a pause; what was
     /// announced meanwhile is caught by the ownership checks.

@@ -127,8 +127,20 @@ impl Injector for MetaInjector<'_> {
 
 /// Writes `cx` as `traceparent` (and `tracestate`) headers.
 pub fn inject_headers(cx: &opentelemetry::Context, headers: &mut HeaderMap) {
-    TraceContextPropagator::new()
-        .inject_context(cx, &mut opentelemetry_http::HeaderInjector(headers));
+    TraceContextPropagator::new().inject_context(cx, &mut HeaderInjector(headers));
+}
+
+struct HeaderInjector<'a>(&'a mut HeaderMap);
+
+impl Injector for HeaderInjector<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        if let (Ok(name), Ok(value)) = (
+            http::HeaderName::try_from(key),
+            http::HeaderValue::try_from(value),
+        ) {
+            self.0.insert(name, value);
+        }
+    }
 }
 
 #[cfg(test)]

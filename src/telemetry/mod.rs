@@ -1,11 +1,5 @@
-//! OpenTelemetry traces: the OTLP/HTTP pipeline, the semantic-convention attributes of a
-//! request's span, and the trace context read from a request and passed on to what it
-//! calls.
-//!
-//! The traces are the existing `tracing` spans: the binary adds the `tracing-opentelemetry`
-//! layer only when `[telemetry] enabled = true` ([`start`]), and every function here returns
-//! at once when it is off, so a server that does not trace exports nothing and pays one
-//! relaxed load per request.
+//! OpenTelemetry traces: the OTLP/HTTP pipeline, the semantic-convention span of each
+//! request, and the trace context read from a request and passed on to what it calls.
 //!
 //! A request's span follows the OpenTelemetry semantic conventions for MCP
 //! (semantic-conventions-genai, `docs/gen-ai/mcp.md`): kind SERVER, named
@@ -13,116 +7,197 @@
 //! `mcp.session.id`, `mcp.protocol.version`, `jsonrpc.request.id`, `gen_ai.operation.name`,
 //! `gen_ai.tool.name`, `gen_ai.prompt.name` and `mcp.resource.uri` where they apply; an
 //! error sets the span's status, `error.type` and `rpc.response.status_code`.
+//!
+//! The spans are built by [`begin`] around a handler's future ([`span`]), not from the
+//! `tracing` spans of the logs: one fixed shape per request, exported by one thread
+//! ([`export`]). With `[telemetry]` off no pipeline exists, and a request pays one atomic
+//! load for it.
 
 pub mod context;
 mod export;
+mod span;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
-use opentelemetry::KeyValue;
-use opentelemetry::trace::{Status, TracerProvider as _};
-use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
-use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::trace::{Sampler, SdkTracer, SdkTracerProvider, SpanExporter as _};
+use http::{HeaderMap, HeaderName, HeaderValue};
+use opentelemetry::trace::TraceContextExt as _;
+use opentelemetry_sdk::trace::{RandomIdGenerator, Sampler};
 use serde_json::Value;
-use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::config::telemetry::TelemetrySection;
-use crate::jsonrpc::{RequestId, RpcError};
+use crate::jsonrpc::RequestId;
 use crate::protocol::Method;
 
 pub use context::{inject_headers, inject_meta};
+pub use span::{Begun, Traced, begin};
 
-static ENABLED: AtomicBool = AtomicBool::new(false);
+/// The running pipeline: the export queue and the sampling of new spans. Process-wide, as
+/// the collector and `OTEL_*` variables are; set once by [`start`].
+static PIPELINE: OnceLock<Shared> = OnceLock::new();
+
+struct Shared {
+    queue: export::Queue,
+    sampling: span::Sampling,
+}
+
+impl Shared {
+    fn queue(&self, record: Box<span::Record>) {
+        self.queue.push(record);
+    }
+}
+
+fn pipeline() -> Option<&'static Shared> {
+    PIPELINE.get()
+}
 
 /// Whether spans are exported: `[telemetry]` is on and its pipeline started.
 pub fn enabled() -> bool {
-    ENABLED.load(Ordering::Relaxed)
+    PIPELINE.get().is_some()
 }
-
-/// A span name's target (tool or prompt name) is cut to this many bytes: it comes from the
-/// client, and a collector indexes span names.
-const MAX_TARGET_BYTES: usize = 128;
 
 /// The exporter, started; [`Pipeline::shutdown`] exports what is queued.
 #[derive(Debug)]
 pub struct Pipeline {
-    provider: SdkTracerProvider,
+    _started: (),
 }
 
 impl Pipeline {
-    /// Exports the spans still queued, waiting at most for one export.
+    /// Exports the spans still queued and stops the export thread, waiting at most for one
+    /// export (and never past 2 s).
     pub fn shutdown(self) {
-        let _ = self.provider.shutdown();
+        if let Some(shared) = pipeline() {
+            shared.queue.stop();
+        }
+    }
+
+    /// Exports the spans queued so far, waiting as [`Pipeline::shutdown`] does.
+    pub fn flush(&self) {
+        if let Some(shared) = pipeline() {
+            shared.queue.flush();
+        }
     }
 }
 
 /// Why the pipeline could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum TelemetryError {
-    #[error("[telemetry]: cannot build the OTLP exporter: {0}")]
+    #[error("[telemetry]: {0}")]
     Exporter(String),
     #[error("[telemetry]: cannot start the export thread: {0}")]
     Thread(#[from] std::io::Error),
+    #[error("[telemetry]: the pipeline of this process is already started")]
+    Started,
 }
 
-/// Starts the OTLP pipeline of `section`, or nothing when telemetry is off. The tracer
-/// goes to `tracing_opentelemetry::layer().with_tracer`.
-pub fn start(section: &TelemetrySection) -> Result<Option<(SdkTracer, Pipeline)>, TelemetryError> {
+/// The variables that may carry a collector's credentials: the binary takes them out of
+/// the environment at start, as it does the bearer tokens', so that no command tool or
+/// stdio upstream inherits them.
+pub const SECRET_VARS: [&str; 2] = [
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+];
+
+/// The `OTEL_*` variables the exporter reads, captured before [`SECRET_VARS`] are withheld.
+#[derive(Debug, Clone, Default)]
+pub struct ExporterEnv(Vec<(&'static str, String)>);
+
+impl ExporterEnv {
+    /// The variables as the process has them now.
+    pub fn capture() -> Self {
+        const READ: [&str; 5] = [
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "OTEL_SERVICE_NAME",
+            SECRET_VARS[0],
+            SECRET_VARS[1],
+        ];
+        ExporterEnv(
+            READ.iter()
+                .filter_map(|name| Some((*name, env_var(name)?)))
+                .collect(),
+        )
+    }
+
+    fn get(&self, name: &str) -> Option<String> {
+        self.0
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.clone())
+    }
+}
+
+/// Starts the OTLP pipeline of `section`, or nothing when telemetry is off. Once per
+/// process.
+pub fn start(
+    section: &TelemetrySection,
+    env: &ExporterEnv,
+) -> Result<Option<Pipeline>, TelemetryError> {
     if !section.enabled {
         return Ok(None);
     }
-    let client = reqwest::Client::builder()
-        .timeout(section.export_timeout)
-        .build()
-        .map_err(|e| TelemetryError::Exporter(e.to_string()))?;
-    let mut builder = opentelemetry_otlp::SpanExporter::builder()
-        .with_http()
-        .with_http_client(export::OtlpClient(client))
-        .with_timeout(section.export_timeout);
-    // Without the key the exporter reads OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, then
-    // OTEL_EXPORTER_OTLP_ENDPOINT (+ /v1/traces), then http://localhost:4318/v1/traces.
-    if let Some(endpoint) = &section.otlp_endpoint {
-        builder = builder.with_endpoint(traces_url(endpoint));
+    let get = |name: &str| env.get(name);
+    let target = export::Target {
+        url: traces_url(section.otlp_endpoint.as_deref(), &get),
+        headers: otlp_headers(&get).map_err(TelemetryError::Exporter)?,
+        service_name: section
+            .service_name
+            .clone()
+            .or_else(|| get("OTEL_SERVICE_NAME"))
+            .unwrap_or_else(|| "mcp-actor".to_string()),
+    };
+    let queue = export::Queue::start(target, section)?;
+    let sampling = span::Sampling {
+        sampler: Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(section.sample_ratio))),
+        ids: RandomIdGenerator::default(),
+    };
+    PIPELINE
+        .set(Shared { queue, sampling })
+        .map_err(|_| TelemetryError::Started)?;
+    Ok(Some(Pipeline { _started: () }))
+}
+
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// Where spans are posted: `<otlp_endpoint>/v1/traces` (the OTLP/HTTP path of traces);
+/// without the key, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` as is, then
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/traces`, then `http://localhost:4318/v1/traces`
+/// (OpenTelemetry's exporter configuration).
+fn traces_url(endpoint: Option<&str>, env: &dyn Fn(&str) -> Option<String>) -> String {
+    let base = |endpoint: &str| format!("{}/v1/traces", endpoint.trim_end_matches('/'));
+    match endpoint {
+        Some(endpoint) => base(endpoint),
+        None => env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+            .or_else(|| env("OTEL_EXPORTER_OTLP_ENDPOINT").map(|e| base(&e)))
+            .unwrap_or_else(|| base("http://localhost:4318")),
     }
-    let mut exporter = builder
-        .build()
-        .map_err(|e| TelemetryError::Exporter(e.to_string()))?;
-    let resource = resource(section);
-    exporter.set_resource(&resource);
-    let processor = export::BoundedExport::start(exporter, section)?;
-    let provider = SdkTracerProvider::builder()
-        .with_resource(resource)
-        .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(
-            section.sample_ratio,
-        ))))
-        .with_span_processor(processor)
-        .build();
-    let tracer = provider.tracer("mcp-actor");
-    ENABLED.store(true, Ordering::Relaxed);
-    Ok(Some((tracer, Pipeline { provider })))
 }
 
-/// `<endpoint>/v1/traces`, the OTLP/HTTP path of traces (OTLP specification, "OTLP/HTTP
-/// Request").
-fn traces_url(endpoint: &str) -> String {
-    format!("{}/v1/traces", endpoint.trim_end_matches('/'))
-}
-
-fn resource(section: &TelemetrySection) -> Resource {
-    let name = section
-        .service_name
-        .clone()
-        .or_else(|| {
-            std::env::var("OTEL_SERVICE_NAME")
-                .ok()
-                .filter(|s| !s.is_empty())
-        })
-        .unwrap_or_else(|| "mcp-actor".to_string());
-    Resource::builder_empty()
-        .with_service_name(name)
-        .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")))
-        .build()
+/// The headers of every export: `OTEL_EXPORTER_OTLP_HEADERS`, then
+/// `OTEL_EXPORTER_OTLP_TRACES_HEADERS` over it, each a list of `key=value` pairs separated
+/// by commas, values percent-encoded (OpenTelemetry's exporter configuration). A collector
+/// that needs an API key reads it from there.
+fn otlp_headers(env: &dyn Fn(&str) -> Option<String>) -> Result<HeaderMap, String> {
+    let mut headers = HeaderMap::new();
+    for var in [
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+    ] {
+        let Some(list) = env(var) else { continue };
+        for pair in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (key, value) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("{var}: `{pair}` is not key=value"))?;
+            let value = percent_encoding::percent_decode_str(value.trim()).decode_utf8_lossy();
+            let name = HeaderName::try_from(key.trim())
+                .map_err(|_| format!("{var}: `{}` is not a header name", key.trim()))?;
+            let value = HeaderValue::try_from(value.as_ref())
+                .map_err(|_| format!("{var}: the value of `{name}` is not a header value"))?;
+            headers.insert(name, value);
+        }
+    }
+    Ok(headers)
 }
 
 /// Gives every request of a POST body the HTTP `traceparent` header's context, unless its
@@ -144,78 +219,11 @@ pub struct Operation<'a> {
     pub params: Option<&'a Value>,
 }
 
-/// Gives a request's span (declared with empty `otel.name` and `otel.kind` fields) its
-/// semantic-convention name, kind, attributes and parent. Before the span is entered: the
-/// parent and the sampling decision are fixed when it starts.
-pub fn describe(span: &tracing::Span, op: Operation<'_>) {
-    if !enabled() || span.is_disabled() {
-        return;
-    }
-    let params = op.params.and_then(Value::as_object);
-    let field = |key: &str| params.and_then(|p| p.get(key)).and_then(Value::as_str);
-    let method = op.method.as_str();
-    let target = match op.method {
-        Method::ToolsCall | Method::PromptsGet => field("name").map(|n| cut(n, MAX_TARGET_BYTES)),
-        _ => None,
-    };
-    let name = match target {
-        Some(target) => format!("{method} {target}"),
-        None => method.to_string(),
-    };
-    span.record("otel.name", name.as_str());
-    span.record("otel.kind", "server");
-    if let Some(parent) = context::from_meta(params.and_then(|p| p.get("_meta"))) {
-        let _ = span.set_parent(parent);
-    }
-    span.set_attribute("mcp.method.name", method);
-    span.set_attribute("mcp.protocol.version", op.version.to_string());
-    span.set_attribute("jsonrpc.request.id", op.request_id.to_string());
-    if let Some(session) = op.session {
-        span.set_attribute("mcp.session.id", session.to_string());
-    }
-    match (op.method, target) {
-        (Method::ToolsCall, Some(tool)) => {
-            span.set_attribute("gen_ai.operation.name", "execute_tool");
-            span.set_attribute("gen_ai.tool.name", tool.to_string());
-        }
-        (Method::PromptsGet, Some(prompt)) => {
-            span.set_attribute("gen_ai.prompt.name", prompt.to_string())
-        }
-        (Method::ResourcesRead, _) => {
-            if let Some(uri) = field("uri") {
-                span.set_attribute("mcp.resource.uri", cut(uri, 2048).to_string());
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Records a request's outcome on the current span: a JSON-RPC error, or a tool result
-/// with `isError: true` (`error.type` `tool_error`), sets the status to Error.
-pub fn record_outcome(outcome: &Result<Value, RpcError>) {
-    if !enabled() {
-        return;
-    }
-    let span = tracing::Span::current();
-    match outcome {
-        Err(error) => {
-            let code = error.code.to_string();
-            span.set_attribute("error.type", code.clone());
-            span.set_attribute("rpc.response.status_code", code);
-            span.set_status(Status::error(error.message.to_string()));
-        }
-        Ok(result) if result.get("isError").and_then(Value::as_bool) == Some(true) => {
-            span.set_attribute("error.type", "tool_error");
-            span.set_status(Status::error("the tool reported an error"));
-        }
-        Ok(_) => {}
-    }
-}
-
-/// The trace context of the current span, for an outgoing call; none when telemetry is
-/// off.
+/// The trace context of the request this task is handling, for an outgoing call; none when
+/// telemetry is off.
 pub fn current_context() -> Option<opentelemetry::Context> {
-    enabled().then(|| tracing::Span::current().context())
+    let span = span::current()?;
+    Some(opentelemetry::Context::new().with_remote_span_context(span))
 }
 
 /// Puts the current trace context into the `_meta` of an outgoing request's params, which
@@ -288,16 +296,49 @@ pub fn headers_of_message(message: &[u8]) -> http::HeaderMap {
     headers
 }
 
-/// The `tracing-opentelemetry` layer for `tracer`, without the per-span thread and
-/// source-location attributes and busy/idle timings: the conventions do not ask for them,
-/// and each costs on every request.
-pub fn layer<S>(tracer: SdkTracer) -> tracing_opentelemetry::OpenTelemetryLayer<S, SdkTracer>
-where
-    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
-{
-    tracing_opentelemetry::layer()
-        .with_tracer(tracer)
-        .with_location(false)
-        .with_threads(false)
-        .with_tracked_inactivity(false)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_string())
+        }
+    }
+
+    #[test]
+    fn the_key_wins_then_the_traces_variable_then_the_base_variable() {
+        let both = [
+            ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://t:1/custom"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://b:2/"),
+        ];
+        assert_eq!(
+            traces_url(Some("http://k:3/"), &env(&both)),
+            "http://k:3/v1/traces"
+        );
+        assert_eq!(traces_url(None, &env(&both)), "http://t:1/custom");
+        assert_eq!(traces_url(None, &env(&both[1..])), "http://b:2/v1/traces");
+        assert_eq!(
+            traces_url(None, &env(&[])),
+            "http://localhost:4318/v1/traces"
+        );
+    }
+
+    #[test]
+    fn otlp_headers_are_decoded_and_the_traces_list_wins() {
+        let vars = [
+            ("OTEL_EXPORTER_OTLP_HEADERS", "api-key=a%20b, team=x"),
+            ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "team=y"),
+        ];
+        let headers = otlp_headers(&env(&vars)).unwrap();
+        assert_eq!(headers["api-key"], "a b");
+        assert_eq!(headers["team"], "y");
+        for bad in ["novalue", "bad key=1", "k=\u{7f}"] {
+            let vars = [("OTEL_EXPORTER_OTLP_HEADERS", bad)];
+            let error = otlp_headers(&env(&vars)).unwrap_err();
+            assert!(error.starts_with("OTEL_EXPORTER_OTLP_HEADERS: "), "{error}");
+        }
+    }
 }

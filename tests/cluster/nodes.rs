@@ -61,6 +61,15 @@ impl Node {
         }
     }
 
+    /// SIGTERM without waiting: the node drains while the test goes on. A second SIGTERM
+    /// would stop it at once, so [`Node::terminate`] must not follow.
+    pub fn begin_drain(&self) {
+        self.server
+            .as_ref()
+            .expect("the node is running")
+            .send_sigterm();
+    }
+
     /// Sends SIGTERM and waits up to `limit` for the node to exit; panics if it does not.
     pub async fn terminate(&mut self, limit: Duration) -> ExitStatus {
         let server = self.server.as_mut().expect("the node is running");

@@ -54,16 +54,23 @@ pub fn hex(bytes: &[u8]) -> String {
 pub struct Collector {
     pub url: String,
     spans: Arc<Mutex<Vec<Exported>>>,
+    /// The `x-otlp-key` header of every export, when it had one.
+    keys: Arc<Mutex<Vec<String>>>,
 }
 
 impl Collector {
     pub async fn start() -> Collector {
         let spans: Arc<Mutex<Vec<Exported>>> = Arc::default();
+        let keys: Arc<Mutex<Vec<String>>> = Arc::default();
         let kept = Arc::clone(&spans);
+        let seen = Arc::clone(&keys);
         let app = axum::Router::new().route(
             "/v1/traces",
-            axum::routing::post(move |body: Bytes| {
+            axum::routing::post(move |headers: axum::http::HeaderMap, body: Bytes| {
                 let kept = Arc::clone(&kept);
+                if let Some(key) = headers.get("x-otlp-key").and_then(|v| v.to_str().ok()) {
+                    seen.lock().unwrap().push(key.to_string());
+                }
                 async move {
                     let Ok(request) = ExportTraceServiceRequest::decode(body) else {
                         return (axum::http::StatusCode::BAD_REQUEST, Vec::new());
@@ -97,7 +104,12 @@ impl Collector {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await });
-        Collector { url, spans }
+        Collector { url, spans, keys }
+    }
+
+    /// The `x-otlp-key` headers the exports carried.
+    pub fn keys(&self) -> Vec<String> {
+        self.keys.lock().unwrap().clone()
     }
 
     /// The first span `matches` accepts, waiting for it up to [`WAIT`].

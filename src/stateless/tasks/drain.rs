@@ -54,6 +54,10 @@ pub(crate) async fn settle_tasks(state: &StatelessState, deadline: Instant) {
                 "server.drain_timeout passed: tasks still live were settled as failed"
             );
         }
+        // Final states on their way to the store land before the process exits.
+        if let Some(durable) = store.durable() {
+            durable.flush(state.core.config.store.timeout).await;
+        }
         if let Some(settled) = store.last_settled() {
             let until = Instant::from_std(settled) + linger;
             if until > Instant::now() {

@@ -20,6 +20,7 @@
 //! tool, a panicking handler, a missing client capability), with the JSON-RPC `error`.
 
 pub(crate) mod drain;
+mod durable;
 mod store;
 
 use std::collections::BTreeMap;
@@ -185,8 +186,10 @@ fn spawn_run(state: &Arc<StatelessState>, run: Run) -> AbortHandle {
 }
 
 /// Serves `tasks/get`, `tasks/update` and `tasks/cancel`. Each needs the extension in the
-/// request's `clientCapabilities` (SEP-2663 "Capability Negotiation").
-pub(crate) fn serve(
+/// request's `clientCapabilities` (SEP-2663 "Capability Negotiation"). A task this node does
+/// not hold may have finished on another node, or before a restart: with `[store]`, the
+/// answer is read there (`durable.rs`).
+pub(crate) async fn serve(
     state: &Arc<StatelessState>,
     task: TaskMethod,
     params: Option<&Value>,
@@ -203,7 +206,7 @@ pub(crate) fn serve(
         .and_then(Value::as_str)
         .ok_or_else(|| RpcError::invalid_params(format!("{method} needs a string `taskId`")))?;
     state.tasks.expire();
-    match task {
+    let here = match task {
         TaskMethod::Get => state.tasks.get(id, owner),
         TaskMethod::Update => {
             let responses = params.get("inputResponses");
@@ -212,6 +215,12 @@ pub(crate) fn serve(
                 .update(id, owner, responses, |run| spawn_run(state, run))
         }
         TaskMethod::Cancel => state.tasks.cancel(id, owner),
+    };
+    match (here, state.tasks.durable()) {
+        (Err(unknown), Some(durable)) if !state.tasks.holds(id) => {
+            durable.answer(task, id, owner).await.ok_or(unknown)
+        }
+        (here, _) => here,
     }
 }
 

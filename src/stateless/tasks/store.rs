@@ -37,6 +37,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::durable::DurableTasks;
 use charge::{ResultCharge, json_len};
 
 use crate::config::TasksSection;
@@ -46,6 +47,7 @@ use crate::keyed_counts::{KeyedCounts, KeyedSlot};
 use crate::log_limit::warn_limited;
 use crate::metrics::{Limit, LiveTask, Metrics, TaskEnd};
 use crate::protocol::ClientInfo;
+use crate::store::SessionStore;
 
 /// The states of a task (SEP-2663 "Task Status").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -169,6 +171,8 @@ pub(crate) struct TaskStore {
     /// When a task last reached a final status: a drain lingers after it.
     last_settled: Mutex<Option<Instant>>,
     metrics: Arc<Metrics>,
+    /// Where finished tasks are kept for other nodes and restarts (`[store]`), if anywhere.
+    durable: Option<DurableTasks>,
 }
 
 fn timestamp(time: SystemTime) -> String {
@@ -200,7 +204,24 @@ impl TaskStore {
             node_id: node_id.to_string(),
             last_settled: Mutex::default(),
             metrics,
+            durable: None,
         }
+    }
+
+    /// Keeps every task's final state in `store` too (`durable.rs`).
+    pub fn with_store(mut self, store: Option<Arc<SessionStore>>, max_result: usize) -> Self {
+        let metrics = Arc::clone(&self.metrics);
+        self.durable = store.map(|store| DurableTasks::new(store, max_result, metrics));
+        self
+    }
+
+    pub fn durable(&self) -> Option<&DurableTasks> {
+        self.durable.as_ref()
+    }
+
+    /// Whether this node holds task `id` in memory (whoever its owner).
+    pub fn holds(&self, id: &str) -> bool {
+        self.tasks.contains_key(id)
     }
 
     /// Bytes of the results stored now.
@@ -326,6 +347,7 @@ impl TaskStore {
         });
         task.outcome = Some(outcome);
         task.touch(status);
+        self.keep_final(id, &task);
         // The entry's guard must go before others are locked (a DashMap shard lock).
         drop(task);
         self.mark_settled();
@@ -376,23 +398,7 @@ impl TaskStore {
     pub fn get(&self, id: &str, owner: &str) -> Result<Value, RpcError> {
         let task = self.tasks.get(id).filter(|t| *t.call.owner == *owner);
         let task = task.ok_or_else(|| unknown_task(id))?;
-        let mut detailed = self.envelope(id, &task);
-        match (&task.outcome, task.status) {
-            (Some(Ok(result)), _) => {
-                detailed.insert("result".into(), result.clone());
-            }
-            (Some(Err(error)), _) => {
-                detailed.insert("error".into(), json!(error));
-            }
-            (None, TaskStatus::InputRequired) => {
-                detailed.insert(
-                    "inputRequests".into(),
-                    Value::Object(task.input_requests.clone()),
-                );
-            }
-            (None, _) => {}
-        }
-        Ok(Value::Object(detailed))
+        Ok(Value::Object(self.detailed(id, &task)))
     }
 
     /// `tasks/update`: records the answers to pending input requests (others are ignored)
@@ -439,28 +445,11 @@ impl TaskStore {
             task.stop();
             task.input_requests.clear();
             task.touch(TaskStatus::Cancelled);
+            self.keep_final(id, &task);
             drop(task);
             self.mark_settled();
         }
         Ok(json!({}))
-    }
-
-    /// The task fields every answer about the task carries (SEP-2663 `Task`).
-    fn envelope(&self, id: &str, task: &Task) -> Map<String, Value> {
-        let mut fields = Map::new();
-        fields.insert("taskId".into(), json!(id));
-        fields.insert("status".into(), json!(task.status));
-        fields.insert("createdAt".into(), json!(timestamp(task.created_at)));
-        fields.insert(
-            "lastUpdatedAt".into(),
-            json!(timestamp(task.last_updated_at)),
-        );
-        fields.insert("ttlMs".into(), json!(millis(self.config.ttl)));
-        fields.insert(
-            "pollIntervalMs".into(),
-            json!(millis(self.config.poll_interval)),
-        );
-        fields
     }
 }
 
@@ -468,6 +457,7 @@ mod charge;
 mod drain;
 #[cfg(test)]
 mod tests;
+mod view;
 
 impl TaskStore {
     /// Every task with its owner and status, oldest first: for the admin API

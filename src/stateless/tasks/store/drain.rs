@@ -1,6 +1,7 @@
 //! What a drain asks of the store: how many tasks are still live, when the last one
 //! settled, and settling those a drain could not wait for as `failed`, so that their
-//! clients read why instead of losing them when the process exits.
+//! clients read why instead of losing them when the process exits (with `[store]`, on any
+//! node).
 
 use std::sync::PoisonError;
 use std::time::Instant;
@@ -45,6 +46,7 @@ impl TaskStore {
             // No charge: the message is small, and the process is about to end.
             task.outcome = Some(Err(RpcError::internal(message)));
             task.touch(TaskStatus::Failed);
+            self.keep_final(task.key(), &task);
             failed += 1;
         }
         if failed > 0 {
