@@ -260,13 +260,16 @@ pub(crate) fn session_id(headers: &HeaderMap) -> Option<&str> {
 }
 
 pub(crate) fn require_session_id(headers: &HeaderMap) -> Result<&str, HttpError> {
-    session_id(headers).ok_or_else(|| {
-        HttpError::new(
-            StatusCode::BAD_REQUEST,
-            codes::SERVER_ERROR,
-            "Bad Request: the Mcp-Session-Id header is required; send initialize first to get one",
-        )
-    })
+    session_id(headers).ok_or_else(missing_session_id)
+}
+
+/// The 400 for a request that needs a session and names none.
+pub(crate) fn missing_session_id() -> HttpError {
+    HttpError::new(
+        StatusCode::BAD_REQUEST,
+        codes::SERVER_ERROR,
+        "Bad Request: the Mcp-Session-Id header is required; send initialize first to get one",
+    )
 }
 
 pub(crate) fn last_event_id(headers: &HeaderMap) -> Option<String> {

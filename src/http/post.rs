@@ -29,7 +29,9 @@ pub(crate) async fn post(
     // `Uri` extractors would copy them on every call.
     let (parts, mut body) = request.into_parts();
     let peer = limits::peer(&parts.extensions);
-    let admitted = match admit(&state, &parts.uri, &parts.headers, peer).await {
+    // Read once: each lookup hashes the header name again.
+    let session_id = headers::session_id(&parts.headers);
+    let admitted = match admit(&state, &parts.uri, &parts.headers, session_id, peer).await {
         Ok(admitted) => admitted,
         Err(e) => {
             let max = state.config.http.max_body_bytes;
@@ -39,7 +41,7 @@ pub(crate) async fn post(
             return refused_unread(e.respond(&state.metrics), drained);
         }
     };
-    match handle_post(&state, &parts.headers, admitted, body).await {
+    match handle_post(&state, &parts.headers, session_id, admitted, body).await {
         Ok(response) => response,
         Err(e) => e.respond(&state.metrics),
     }
@@ -94,12 +96,13 @@ async fn admit(
     state: &Arc<AppState>,
     uri: &Uri,
     headers: &HeaderMap,
+    session_id: Option<&str>,
     peer: Option<std::net::SocketAddr>,
 ) -> Result<Admitted, HttpError> {
     headers::check_host_and_origin(headers, uri, &state.config.http)?;
     let era = EraHint::of(headers);
     let stateless_header = era == EraHint::Stateless;
-    if headers::session_id(headers).is_none() && !stateless_header {
+    if session_id.is_none() && !stateless_header {
         // Only initialize starts here: counted per address before any work, tokens included.
         state
             .edge
@@ -134,27 +137,13 @@ fn refused_unread(mut response: Response, drained: bool) -> Response {
 async fn handle_post(
     state: &Arc<AppState>,
     headers: &HeaderMap,
+    session_id: Option<&str>,
     admitted: Admitted,
     body: Body,
 ) -> Result<Response, HttpError> {
     let config = &state.config.http;
     let Admitted { principal, era } = admitted;
-    let bytes = tokio::time::timeout(
-        config.body_timeout,
-        read_body(headers, body, config.max_body_bytes),
-    )
-    .await
-    .map_err(|_| {
-        HttpError::new(
-            StatusCode::REQUEST_TIMEOUT,
-            codes::SERVER_ERROR,
-            format!(
-                "Request Timeout: the body did not arrive within {:?} (http.body_timeout)",
-                config.body_timeout
-            ),
-        )
-        .limit(Limit::BodyTimeout)
-    })??;
+    let bytes = read_body_in_time(headers, body, config).await?;
     let limits = jsonrpc::DecodeLimits {
         max_batch: config.max_batch_size,
         max_values: config.max_json_values,
@@ -193,10 +182,10 @@ async fn handle_post(
     let mut decoded = decoded;
     telemetry::adopt_header_context(headers, &mut decoded);
     state.check_scopes(&principal, decoded.messages())?;
-    if era.is_stateless(headers::session_id(headers), &decoded) {
+    if era.is_stateless(session_id, &decoded) {
         post_stateless(state, headers, &principal, decoded).await
     } else {
-        post_session(state, headers, &principal, decoded).await
+        post_session(state, headers, session_id, &principal, decoded).await
     }
 }
 
@@ -235,11 +224,11 @@ async fn post_stateless(
 async fn post_session(
     state: &Arc<AppState>,
     headers: &HeaderMap,
+    session_id: Option<&str>,
     principal: &crate::auth::Principal,
     decoded: jsonrpc::Body,
 ) -> Result<Response, HttpError> {
     let config = &state.config.http;
-    let session_id = headers::session_id(headers);
     headers::protocol_version(headers)?;
     let is_batch = matches!(decoded, jsonrpc::Body::Batch(_));
 
@@ -276,7 +265,7 @@ async fn post_session(
         return Ok(response);
     }
 
-    let id = headers::require_session_id(headers)?;
+    let id = session_id.ok_or_else(headers::missing_session_id)?;
     let handle = state.session(id, principal).await?;
     if is_batch && !handle.version.allows_batches() {
         return Err(HttpError::bad_request(RpcError::invalid_request(format!(
@@ -316,6 +305,36 @@ async fn post_session(
 /// them read it. Nothing drained is kept.
 const DRAIN_BYTES: usize = 64 * 1024 * 1024;
 const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The body, within `http.body_timeout`. A small body usually arrived with the headers, and
+/// one poll reads it whole: only a body that makes the read wait gets a timer, so the usual
+/// request arms none (about 600 instructions per request). The deadline counts from that
+/// first wait, which the poll before it cannot have delayed.
+async fn read_body_in_time(
+    headers: &HeaderMap,
+    body: Body,
+    config: &crate::config::HttpSection,
+) -> Result<bytes::Bytes, HttpError> {
+    use futures_util::FutureExt;
+
+    let mut read = std::pin::pin!(read_body(headers, body, config.max_body_bytes));
+    if let Some(read) = read.as_mut().now_or_never() {
+        return read;
+    }
+    tokio::time::timeout(config.body_timeout, read)
+        .await
+        .map_err(|_| {
+            HttpError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                codes::SERVER_ERROR,
+                format!(
+                    "Request Timeout: the body did not arrive within {:?} (http.body_timeout)",
+                    config.body_timeout
+                ),
+            )
+            .limit(Limit::BodyTimeout)
+        })?
+}
 
 /// Reads the body up to the configured limit; a larger body gets 413 and is never buffered.
 async fn read_body(
