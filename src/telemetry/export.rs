@@ -7,11 +7,15 @@
 //!
 //! One thread owns the HTTP client and a current-thread tokio runtime for it: it sends a
 //! batch every `export_interval`, or as soon as `max_export_batch_size` spans are waiting,
-//! and on flush and shutdown. A batch is one `ExportTraceServiceRequest` in protobuf
+//! and on flush and shutdown. It sleeps between those (parked) and takes what is queued in
+//! one go, rather than waking for each span: a wake-up per request would cost the kernel
+//! more than the span itself. A batch is one `ExportTraceServiceRequest` in protobuf
 //! (OTLP/HTTP's default encoding), built straight from the records with the
 //! `opentelemetry-proto` types.
 
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use http::{HeaderMap, HeaderValue};
@@ -57,6 +61,10 @@ pub(super) struct Target {
 #[derive(Debug)]
 pub(super) struct Queue {
     jobs: SyncSender<Job>,
+    /// Spans queued and not yet taken by the thread.
+    waiting: Arc<AtomicUsize>,
+    batch: usize,
+    thread: std::thread::Thread,
     timeout: Duration,
 }
 
@@ -71,7 +79,9 @@ impl Queue {
             .timeout(section.export_timeout)
             .build()
             .map_err(std::io::Error::other)?;
+        let waiting = Arc::new(AtomicUsize::new(0));
         let exporter = Exporter {
+            waiting: Arc::clone(&waiting),
             client,
             runtime,
             timeout: section.export_timeout,
@@ -81,19 +91,25 @@ impl Queue {
             batch: section.max_export_batch_size,
         };
         let interval = section.export_interval;
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("otlp-export".into())
             .spawn(move || exporter.run(&received, interval))?;
         Ok(Queue {
             jobs,
+            waiting,
+            batch: section.max_export_batch_size,
+            thread: thread.thread().clone(),
             timeout: section.export_timeout,
         })
     }
 
-    /// Queues a finished span, or drops and counts it when the queue is full.
+    /// Queues a finished span, or drops and counts it when the queue is full. Wakes the
+    /// thread only when a whole batch is waiting.
     pub fn push(&self, record: Box<Record>) {
         if self.jobs.try_send(Job::Span(record)).is_err() {
             spans_dropped().inc();
+        } else if self.waiting.fetch_add(1, Ordering::Relaxed) + 1 == self.batch {
+            self.thread.unpark();
         }
     }
 
@@ -111,12 +127,14 @@ impl Queue {
     fn ask(&self, job: impl FnOnce(SyncSender<()>) -> Job) {
         let (done, wait) = sync_channel(1);
         if self.jobs.try_send(job(done)).is_ok() {
+            self.thread.unpark();
             let _ = wait.recv_timeout(self.timeout.min(MAX_WAIT));
         }
     }
 }
 
 struct Exporter {
+    waiting: Arc<AtomicUsize>,
     client: reqwest::Client,
     runtime: tokio::runtime::Runtime,
     timeout: Duration,
@@ -131,44 +149,37 @@ impl Exporter {
         let mut spans = Vec::with_capacity(self.batch.min(4096));
         let mut due = Instant::now() + interval;
         loop {
-            let wait = due.saturating_duration_since(Instant::now());
-            match jobs.recv_timeout(wait) {
-                Ok(Job::Span(record)) => {
-                    spans.push(span(*record));
-                    if spans.len() >= self.batch {
+            std::thread::park_timeout(due.saturating_duration_since(Instant::now()));
+            loop {
+                match jobs.try_recv() {
+                    Ok(Job::Span(record)) => {
+                        self.waiting.fetch_sub(1, Ordering::Relaxed);
+                        spans.push(span(*record));
+                        if spans.len() >= self.batch {
+                            self.export(&mut spans);
+                        }
+                    }
+                    Ok(Job::Flush(done)) => {
                         self.export(&mut spans);
+                        let _ = done.send(());
+                    }
+                    Ok(Job::Stop(done)) => {
+                        self.export(&mut spans);
+                        let _ = done.send(());
+                        return;
+                    }
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => {
+                        self.export(&mut spans);
+                        return;
                     }
                 }
-                Ok(Job::Flush(done)) => {
-                    self.drain(jobs, &mut spans);
-                    let _ = done.send(());
-                }
-                Ok(Job::Stop(done)) => {
-                    self.drain(jobs, &mut spans);
-                    let _ = done.send(());
-                    return;
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    self.export(&mut spans);
-                    due = Instant::now() + interval;
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    self.export(&mut spans);
-                    return;
-                }
+            }
+            if Instant::now() >= due {
+                self.export(&mut spans);
+                due = Instant::now() + interval;
             }
         }
-    }
-
-    /// Exports what is queued now, in batches.
-    fn drain(&self, jobs: &Receiver<Job>, spans: &mut Vec<Span>) {
-        while let Ok(Job::Span(record)) = jobs.try_recv() {
-            spans.push(span(*record));
-            if spans.len() >= self.batch {
-                self.export(spans);
-            }
-        }
-        self.export(spans);
     }
 
     fn export(&self, spans: &mut Vec<Span>) {
