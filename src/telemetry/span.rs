@@ -43,6 +43,10 @@ const MAX_TARGET_BYTES: usize = 128;
 const MAX_URI_BYTES: usize = 2048;
 /// An error message on a span's status is cut to this many bytes.
 const MAX_MESSAGE_BYTES: usize = 512;
+/// `jsonrpc.request.id` is cut to this many bytes: a client may send a string id as long as
+/// its body, and a queued span must stay small whatever it sent (the queue is bounded in
+/// spans, so each span must be bounded in bytes).
+const MAX_REQUEST_ID_BYTES: usize = 256;
 
 /// One finished (or running) request span, as the exporter encodes it.
 #[derive(Debug)]
@@ -160,12 +164,20 @@ fn start(sampling: &Sampling, op: Operation<'_>) -> (Option<SpanContext>, Option
         target: target.map(str::to_owned),
         session: op.session.map(str::to_owned),
         version: op.version.to_owned(),
-        request_id: op.request_id.to_string(),
+        request_id: request_id(op.request_id),
         start: now,
         end: now,
         failure: None,
     };
     (Some(context), Some(Box::new(record)))
+}
+
+/// The request id as the span carries it, cut.
+fn request_id(id: &crate::jsonrpc::RequestId) -> String {
+    let mut text = id.to_string();
+    let kept = cut(&text, MAX_REQUEST_ID_BYTES).len();
+    text.truncate(kept);
+    text
 }
 
 impl Record {
@@ -223,5 +235,20 @@ where
             finish(record);
         }
         Poll::Ready(outcome)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jsonrpc::RequestId;
+
+    #[test]
+    fn a_request_id_of_any_length_is_kept_to_its_bound() {
+        let long = RequestId::String("é".repeat(100_000).into());
+        let kept = request_id(&long);
+        assert!(kept.len() <= MAX_REQUEST_ID_BYTES, "{}", kept.len());
+        assert!(kept.len() >= MAX_REQUEST_ID_BYTES - 3);
+        assert_eq!(request_id(&RequestId::Number(7)), "7");
     }
 }
