@@ -15,6 +15,9 @@
 # CALLS=N sends N and then 4N calls with no warm-up instead (mcp-bench echo -n): the same
 # work in both runs whatever else the machine is doing, so the counts stay steady on a busy
 # machine, where two timed windows' warm-ups differ.
+# OP=input-required counts 2026-07-28 `input_required` round trips (`mcp-bench input-required`:
+# a call of `ask`, then its retry with the answer and the sealed requestState) instead of
+# echo calls; ERA must then be modern.
 # Prints one line: BIN ERA SxC, the calls and totals of both runs, and instructions per call.
 # Needs valgrind (apt-get install valgrind); builds mcp-bench when it is missing.
 set -euo pipefail
@@ -30,6 +33,14 @@ command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 calls=${CALLS:-}
+op=${OP:-echo}
+case $op in
+  echo) op_args=(echo --era "$era") ;;
+  input-required)
+    [[ $era == modern ]] || { echo "OP=input-required is a 2026-07-28 workload: ERA must be modern" >&2; exit 2; }
+    op_args=(input-required) ;;
+  *) echo "OP must be echo or input-required" >&2; exit 2 ;;
+esac
 declare -A IR OK
 for d in 2 6; do
   if [[ -n $calls ]]; then
@@ -47,7 +58,7 @@ for d in 2 6; do
     "$bin" "${args[@]}" >"$work/server.$d.log" 2>&1 &
   vpid=$!
   for _ in $(seq 1 300); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.2; done
-  OK[$d]=$(timeout 200 "$bench" echo --era "$era" --url "http://127.0.0.1:$port/mcp" \
+  OK[$d]=$(timeout 200 "$bench" "${op_args[@]}" --url "http://127.0.0.1:$port/mcp" \
     -s "$s" -c "$c" "${window[@]}" --timeout 120 2>&1 | awk '/^ok /{print $2}')
   kill -INT "$vpid"
   wait "$vpid" 2>/dev/null || true
@@ -58,5 +69,5 @@ for d in 2 6; do
     exit 1
   fi
 done
-echo "$(basename "$bin") $era ${s}x$c: calls ${OK[2]} ${OK[6]}, instructions ${IR[2]} ${IR[6]}," \
+echo "$(basename "$bin") $op $era ${s}x$c: calls ${OK[2]} ${OK[6]}, instructions ${IR[2]} ${IR[6]}," \
   "per call $(((IR[6] - IR[2]) / (OK[6] - OK[2])))"

@@ -375,6 +375,9 @@ pub struct InputRequiredArgs {
     /// Round trips in flight per group (one connection each).
     #[arg(short = 'c', long = "concurrency", default_value_t = 1)]
     concurrency: usize,
+    /// Instead of a -d window: N round trips after the warm-up, then stop (as `echo -n`).
+    #[arg(short = 'n', long = "requests", conflicts_with = "duration", value_parser = clap::value_parser!(u64).range(1..))]
+    requests: Option<u64>,
 }
 
 /// The client capabilities the Python SDK 2.x client declares when it handles elicitation.
@@ -401,7 +404,10 @@ pub async fn input_required(a: InputRequiredArgs) -> Result<Outcome, String> {
     let target = Target::parse(&c.url).await?;
     let before = Snapshot::take(c.pid);
     let p = plan(Era::Modern, &target, a.sessions, a.concurrency, json!({})).await?;
-    let w = Window::after(c.warmup, c.duration);
+    let w = match a.requests {
+        Some(n) => Window::counted(c.warmup, n),
+        None => Window::after(c.warmup, c.duration),
+    };
     let meta = serde_json::to_string(&mcp::modern_meta(&elicitation_caps_modern())).expect("json");
     let mut handles = Vec::new();
     for (i, (mut link, _)) in p.workers.into_iter().enumerate() {
@@ -450,6 +456,7 @@ pub async fn input_required(a: InputRequiredArgs) -> Result<Outcome, String> {
     finish(c, "input-required", Era::Modern, before, snaps, stats, |s| s.window_ops, |j, _, _| {
         j.insert("op".into(), json!("round trip: tools/call ask -> input_required -> retry with inputResponses"));
         j.insert("workers".into(), json!(s * cc));
+        j.insert("requests".into(), json!(a.requests));
     })
     .await
 }
