@@ -33,6 +33,7 @@ mod route;
 mod slot;
 pub mod supervisor;
 mod wire;
+mod writer;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures_util::{SinkExt, StreamExt};
+use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -90,7 +90,7 @@ impl Connection {
     {
         let (out_tx, out_rx) = mpsc::channel::<Bytes>(256);
         let closed = CancellationToken::new();
-        tokio::spawn(write_lines(io.sink, out_rx, closed.clone()));
+        tokio::spawn(super::writer::write_lines(io.sink, out_rx, closed.clone()));
         let io = Io {
             sink: out_tx,
             source: io.source,
@@ -240,27 +240,6 @@ impl Drop for Abandon<'_> {
             let _ = self.tx.try_send(Command::Abandon { id, reason });
         }
     }
-}
-
-/// Writes each line, newline-terminated, until the connection ends.
-async fn write_lines<W>(mut sink: W, mut lines: mpsc::Receiver<Bytes>, closed: CancellationToken)
-where
-    W: futures_util::Sink<Bytes, Error = std::io::Error> + Unpin,
-{
-    loop {
-        tokio::select! {
-            line = lines.recv() => {
-                let Some(line) = line else { break };
-                if let Err(e) = sink.send(line).await {
-                    tracing::debug!(error = %e, "upstream input closed");
-                    break;
-                }
-            }
-            () = closed.cancelled() => break,
-        }
-    }
-    let _ = sink.close().await;
-    closed.cancel();
 }
 
 struct Waiting {
