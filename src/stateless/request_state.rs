@@ -30,7 +30,7 @@ const PREFIX: &str = "v1.";
 const NONCE_LEN: usize = 24;
 
 /// What a state continues: it must match the retry exactly.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Binding {
     /// `tools/call`, `prompts/get` or `resources/read`.
     pub method: String,
