@@ -23,7 +23,7 @@ use rmcp::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
         ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, InputRequest,
         InputRequests, InputRequiredResult, JsonObject, ListToolsResult, PaginatedRequestParams,
-        ProgressNotificationParam, Revision, ServerCapabilities, ServerConfig,
+        ProgressNotificationParam, ProtocolVersion, ServerCapabilities, ServerConfig,
         SubscriptionFilter, Tool,
     },
     service::{
@@ -155,7 +155,7 @@ impl BenchServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let modern = context
             .protocol_version()
-            .is_some_and(|v| v.as_str() >= Revision::V_2026_07_28.as_str());
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
         if !modern {
             // Handshake era: a server->client request on this call's SSE stream.
             let result = context
