@@ -105,7 +105,7 @@ impl AuditLog {
             return Pending(None);
         };
         let (name, arguments) = redact::subject(features, method, params, writer.redact());
-        Pending(Some(PendingLine {
+        Pending(Some(Box::new(PendingLine {
             writer: Arc::clone(writer),
             line: Line {
                 time: SystemTime::now(),
@@ -120,14 +120,15 @@ impl AuditLog {
                 trace_id: trace_id_of(params, requester.traceparent),
             },
             started: Instant::now(),
-        }))
+        })))
     }
 }
 
 /// A line waiting for its handler's outcome (nothing when the request is not audited);
-/// written when dropped unfinished too.
+/// written when dropped unfinished too. Boxed, so the future of every call holds one
+/// pointer, not a whole line, whether the audit log is on or not.
 #[must_use = "a pending audit line is written when finished or dropped"]
-pub struct Pending(Option<PendingLine>);
+pub struct Pending(Option<Box<PendingLine>>);
 
 struct PendingLine {
     writer: Arc<writer::Writer>,
@@ -142,12 +143,12 @@ impl Pending {
     }
 
     fn write(&mut self, outcome: Outcome) {
-        if let Some(PendingLine {
-            writer,
-            mut line,
-            started,
-        }) = self.0.take()
-        {
+        if let Some(pending) = self.0.take() {
+            let PendingLine {
+                writer,
+                mut line,
+                started,
+            } = *pending;
             line.outcome = outcome;
             line.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
             writer.write(line);

@@ -39,7 +39,9 @@ impl AppState {
             Some(Ok(value)) => Some(value),
             Some(Err(_)) => return Err(unauthorized(auth, &AuthError::Malformed)),
         };
-        auth.authenticate(value)
+        // Boxed: a verification that fetches keys is a large future, and every POST's
+        // future would carry its size even where `[auth]` is off.
+        Box::pin(auth.authenticate(value))
             .await
             .map_err(|e| unauthorized(auth, &e))
     }

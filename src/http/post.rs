@@ -37,7 +37,8 @@ pub(crate) async fn post(
             let max = state.config.http.max_body_bytes;
             // A body declared over the limit would not be drained whole: close at once.
             let drainable = declared_length(&parts.headers).is_none_or(|n| n <= max as u64);
-            let drained = drainable && drain_within(&mut body, max, DRAIN_TIME).await;
+            // Boxed: only a refusal drains, and the drain's future would size every POST's.
+            let drained = drainable && Box::pin(drain_within(&mut body, max, DRAIN_TIME)).await;
             return refused_unread(e.respond(&state.metrics), drained);
         }
     };

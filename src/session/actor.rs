@@ -16,6 +16,7 @@ use std::collections::HashSet;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use futures_util::FutureExt;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
@@ -386,19 +387,23 @@ impl SessionActor {
             None,
             params,
         );
-        let task = tokio::spawn(async move {
-            let outcome = run.await;
+        // `then`, not an `async` block that awaits `run`: such a block would keep room for
+        // the handler's future twice, once as its capture and once as the awaited value,
+        // and the spawn copies the whole task into its cell.
+        let task = tokio::spawn(run.then(move |outcome| {
             audited.finish(&outcome);
             timer.finish(outcome.is_ok());
             let response = jsonrpc::encode_response(Some(&task_id), &outcome);
-            let _ = tx
-                .send(SessionMsg::Finished(Box::new(FinishedMsg {
-                    id: task_id,
-                    task: tokio::task::id(),
-                    response,
-                })))
-                .await;
-        });
+            async move {
+                let _ = tx
+                    .send(SessionMsg::Finished(Box::new(FinishedMsg {
+                        id: task_id,
+                        task: tokio::task::id(),
+                        response,
+                    })))
+                    .await;
+            }
+        }));
         self.in_flight.insert(
             id,
             InFlight {

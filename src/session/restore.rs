@@ -107,6 +107,18 @@ pub(crate) async fn find(
     if env.store.is_none() {
         return Err(SessionError::NotFound);
     }
+    // Boxed: a restore reads the store, and its future would otherwise size every
+    // request's future, though almost every session is found in the registry above.
+    Box::pin(restore_once(env, id, owner)).await
+}
+
+/// Restores `id` from the store, one restore per id at a time: a second request for the
+/// same session waits for the first and then finds it in the registry.
+async fn restore_once(
+    env: &Arc<SessionEnv>,
+    id: &str,
+    owner: &SessionOwner,
+) -> Result<SessionHandle, SessionError> {
     let gate = Arc::clone(env.restoring.entry(Arc::from(id)).or_default().value());
     let restored = {
         let _turn = gate.lock().await;

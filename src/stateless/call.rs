@@ -73,53 +73,107 @@ fn gathered_answers(
 /// Runs a feature method inside the request's own future (see the comment on `Running`
 /// below). The running handler takes `timer` and records the request when its outcome is
 /// known; a reply made before then leaves it to the caller.
-pub(super) async fn run(
+///
+/// Everything up to the handler's start is done before the future is returned, so the
+/// future keeps only what the wait needs (the running handler, its frames and the id), not
+/// the request, the envelope and the locals that built the handler.
+pub(super) fn run<'s>(
+    state: &'s Arc<StatelessState>,
+    request: Request,
+    method: FeatureMethod,
+    envelope: envelope::Envelope,
+    caller: &Caller,
+    timer: &mut Option<RequestTimer>,
+) -> impl Future<Output = Reply> + Send + use<'s> {
+    let started = start(state, request, method, envelope, caller, timer);
+    async move {
+        let Started {
+            mut running,
+            frames: mut out_rx,
+            id: request_id,
+        } = match started {
+            Ok(started) => started,
+            Err(answered) => return answered,
+        };
+        let first = loop {
+            tokio::select! {
+                biased;
+                first = out_rx.recv() => break first,
+                () = running.drive() => {}
+                () = state.core.shutdown.cancelled() => break Some(shutdown_frame(&request_id)),
+            }
+        };
+        match first {
+            Some(Frame::Final { body, error }) => Reply::Response { body, error },
+            Some(first @ Frame::Notification(_)) => {
+                Reply::Stream(stream(state, request_id, first, out_rx, running))
+            }
+            None => Reply::error(
+                None,
+                RpcError::internal("the handler ended without a result"),
+            ),
+        }
+    }
+}
+
+/// A handler [`start`] started: the run, the frames it sends, and its request's id.
+struct Started {
+    running: Running,
+    frames: mpsc::Receiver<Frame>,
+    id: RequestId,
+}
+
+/// The checks before a handler runs, then the handler, started; or the reply of a request
+/// answered without one (refused, invalid, or a task created).
+fn start(
     state: &Arc<StatelessState>,
     request: Request,
     method: FeatureMethod,
     envelope: envelope::Envelope,
     caller: &Caller,
     timer: &mut Option<RequestTimer>,
-) -> Reply {
+) -> Result<Started, Reply> {
     // Held by the running handler, so a request counts until its handler ends or is dropped.
     let Ok(permit) = Arc::clone(&state.call_permits).try_acquire_owned() else {
         let limit = state.core.config.stateless.max_in_flight;
-        return Reply::Refused(Refusal::TooManyCalls { limit });
+        return Err(Reply::Refused(Refusal::TooManyCalls { limit }));
     };
     let principal_slot = match caller.max_in_flight {
         Some(limit) => match state.principal_calls.take(&caller.key, limit) {
             Some(slot) => Some(slot),
-            None => return Reply::Refused(Refusal::PrincipalBusy { limit }),
+            None => return Err(Reply::Refused(Refusal::PrincipalBusy { limit })),
         },
         None => None,
     };
     let answers = match gathered_answers(state, &request, method, &caller.key) {
         Ok(a) => a,
-        Err(e) => return Reply::error(Some(&request.id), e),
+        Err(e) => return Err(Reply::error(Some(&request.id), e)),
     };
     // Taken before the spawn, so a reload never changes a request's tools mid-call.
     let features = state.core.features.load_full();
     let plan = if method == FeatureMethod::ToolsCall {
         match tasks::plan_call(&features, request.params.as_ref(), &envelope.client) {
             Ok(plan) => plan,
-            Err(e) => return Reply::error(Some(&request.id), e),
+            Err(e) => return Err(Reply::error(Some(&request.id), e)),
         }
     } else {
         tasks::CallPlan::Direct
     };
     let client = Arc::new(envelope.client);
     if plan == tasks::CallPlan::Task {
-        return match tasks::create(state, &request, client, features, answers, caller) {
-            Ok(result) => Reply::result(state, method.method(), &request.id, result),
-            Err(e) => Reply::error(Some(&request.id), e),
-        };
+        return Err(
+            match tasks::create(state, &request, client, features, answers, caller) {
+                Ok(result) => Reply::result(state, method.method(), &request.id, result),
+                Err(e) => Reply::error(Some(&request.id), e),
+            },
+        );
     }
     let task_start = if plan == tasks::CallPlan::TaskWhenHandlerStarts {
         TaskStart::Allowed
     } else {
         TaskStart::Continue
     };
-    let (out_tx, mut out_rx) = mpsc::channel(state.core.config.http.sse_connection_buffer);
+    let (out_tx, out_rx) = mpsc::channel(state.core.config.http.sse_connection_buffer);
     let (needed_tx, mut needed_rx) = mpsc::channel(MAX_INPUT_REQUESTS);
     let link = Arc::new(
         StatelessLink::new(
@@ -209,7 +263,7 @@ pub(super) async fn run(
     // holds `Running` polls it: this function until the first frame, then the response
     // stream. Dropping it (the client went away) drops the handler and cancels its token.
     // A panic outside the dispatch's own guard ends the run like a lost result.
-    let mut running = Running {
+    let running = Running {
         work: Some(Box::pin(
             std::panic::AssertUnwindSafe(work)
                 .catch_unwind()
@@ -217,24 +271,11 @@ pub(super) async fn run(
         )),
         _cancel: cancel.drop_guard(),
     };
-    let first = loop {
-        tokio::select! {
-            biased;
-            first = out_rx.recv() => break first,
-            () = running.drive() => {}
-            () = state.core.shutdown.cancelled() => break Some(shutdown_frame(&request_id)),
-        }
-    };
-    match first {
-        Some(Frame::Final { body, error }) => Reply::Response { body, error },
-        Some(first @ Frame::Notification(_)) => {
-            Reply::Stream(stream(state, request_id, first, out_rx, running))
-        }
-        None => Reply::error(
-            None,
-            RpcError::internal("the handler ended without a result"),
-        ),
-    }
+    Ok(Started {
+        running,
+        frames: out_rx,
+        id: request_id,
+    })
 }
 
 /// The params a handler gets: the request's own, less the `_meta` envelope, which was read

@@ -298,11 +298,21 @@ async fn route(
             Reply::result(state, Method::ServerDiscover, &request.id, result)
         }
         Some(Served::Stateless(StatelessMethod::SubscriptionsListen)) => {
-            listen::open(state, &transport, request).await
+            // Boxed, as the task methods below: a rare method's future would otherwise size
+            // the future of every 2026-07-28 request.
+            Box::pin(listen::open(state, &transport, request)).await
         }
         Some(Served::Stateless(StatelessMethod::Task(task))) => {
             let (params, client) = (request.params.as_ref(), &envelope.client);
-            match tasks::serve(state, task, params, client, &transport.caller.key).await {
+            match Box::pin(tasks::serve(
+                state,
+                task,
+                params,
+                client,
+                &transport.caller.key,
+            ))
+            .await
+            {
                 Ok(result) => Reply::result(state, task.method(), &request.id, result),
                 Err(e) => Reply::error(Some(&request.id), e),
             }
