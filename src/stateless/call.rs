@@ -153,7 +153,7 @@ pub(super) async fn run(
     let handler = run_handler(
         Arc::clone(&features),
         Arc::clone(&state.core.metrics),
-        &state.core.config.server.node_id,
+        &state.core.node_id,
         STATELESS_VERSION,
         parts,
         method,
