@@ -12,14 +12,12 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures_util::FutureExt;
-use futures_util::future::Either;
 use serde_json::Value;
-use tracing::Instrument;
 
 use crate::context::{ContextParts, RequestContext};
 use crate::features::Features;
 use crate::jsonrpc::{RequestId, RpcError};
-use crate::log_format::{self, RequestFields};
+use crate::log_format::{self, RequestFields, RequestLog};
 use crate::log_limit::warn_limited;
 use crate::metrics::Metrics;
 use crate::protocol::Method;
@@ -78,13 +76,13 @@ pub fn request_span(
 
 /// The one way a feature method runs, on every path (a session's spawned task, a
 /// 2026-07-28 request's own future, a task's run): its context, what its log lines say
-/// about it (the [`request_span`], or its [`RequestFields`] when the span is replaced), and
-/// [`run_guarded`]. Both are made before this returns, so `node` and `sent` are only
-/// borrowed; the future owns the rest and may be spawned. `sent` is the request's params as
+/// about it ([`RequestLog`]: the [`request_span`], or its [`RequestFields`] when the span is
+/// replaced), and [`run_guarded`]. Both are made before this returns, so `node` and `sent`
+/// are only borrowed; the future owns the rest and may be spawned. `sent` is the request's params as
 /// the client sent them, `_meta` included, for the span's trace context, when the handler's
 /// `params` are not those (a 2026-07-28 handler's have the envelope taken out).
 ///
-/// Either one covers everything the handler's future polls, and neither reaches a task the
+/// Either covers everything the handler's future polls, and neither reaches a task the
 /// handler spawns (nothing here instruments one).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run_handler(
@@ -101,8 +99,8 @@ pub(crate) fn run_handler(
     let target = method_target
         .and_then(|t| params.as_ref()?.get(t.field())?.as_str())
         .map(str::to_owned);
-    let logged = if log_format::request_span_replaced() {
-        Either::Right(RequestFields {
+    let log = if log_format::request_span_replaced() {
+        RequestLog::fields(RequestFields {
             node: Arc::clone(node),
             session: parts.session_id.clone(),
             method: method.method().as_str(),
@@ -111,7 +109,7 @@ pub(crate) fn run_handler(
             version,
         })
     } else {
-        Either::Left(request_span(
+        RequestLog::span(request_span(
             node,
             method.method(),
             target.as_deref(),
@@ -129,10 +127,7 @@ pub(crate) fn run_handler(
     });
     let ctx = RequestContext::new(parts);
     let run = async move { run_guarded(&features, &metrics, ctx, method, params).await };
-    traced.wrap(match logged {
-        Either::Left(span) => Either::Left(run.instrument(span)),
-        Either::Right(fields) => Either::Right(fields.scope(run)),
-    })
+    traced.wrap(log.scope(run))
 }
 
 /// [`dispatch`], with a handler that panics turned into an internal error (logged,

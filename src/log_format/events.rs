@@ -2,7 +2,7 @@
 //! where the `request` span's were.
 //!
 //! Outside a request each formatter is tracing-subscriber's [`Format`] and nothing else.
-//! Inside a request ([`RequestFields::scope`]) the `Format` writes the line into a buffer
+//! Inside a request ([`RequestLog::fields`](super::RequestLog::fields)) the `Format` writes the line into a buffer
 //! and the request's fields go where the span would have put them, written by the
 //! subscriber's own [`FormatFields`] (so [`TextFields`](super::TextFields) or `JsonFields`,
 //! escaping included), so that a line reads exactly as it did when every request opened a
@@ -249,6 +249,7 @@ mod tests {
     use super::*;
     use crate::dispatch::request_span;
     use crate::jsonrpc::RequestId;
+    use crate::log_format::RequestLog;
     use crate::log_format::TextFields;
     use crate::log_format::captured::Captured;
     use crate::protocol::Method;
@@ -336,7 +337,7 @@ mod tests {
     fn run(era: Era, request: &(Method, RequestFields)) {
         match era {
             Era::Span => span_of(request.0, &request.1).in_scope(log_in_a_request),
-            Era::Fields => request.1.clone().sync_scope(log_in_a_request),
+            Era::Fields => RequestLog::fields(request.1.clone()).in_scope(log_in_a_request),
             Era::Outside => log_in_a_request(),
         }
     }

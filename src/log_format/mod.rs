@@ -5,10 +5,11 @@
 //! request: node, session, method, target, request id and protocol revision. A library
 //! embedder gets them from the `request` span `dispatch` opens per request. The binary
 //! instead calls [`replace_request_span`] and installs [`TextEvents`] or [`JsonEvents`]:
-//! each request then carries its fields in a task-local ([`RequestFields`]), which costs a
+//! each request's future then carries its [`RequestFields`] ([`RequestLog`]), which costs a
 //! fraction of a span, and the formatters show them exactly where the span's were.
 //!
-//! - `context.rs`: the task-local, the switch, and the fields as a `tracing` record;
+//! - `context.rs`: the fields, the future that carries them (or the span), the switch, and
+//!   the fields as a `tracing` record;
 //! - `events.rs`: the two event formatters, which delegate each line to tracing-subscriber's
 //!   own `Format`;
 //! - `fields.rs`: [`TextFields`], the text log's field formatting without the styling cost.
@@ -19,6 +20,8 @@ mod context;
 mod events;
 mod fields;
 
-pub use context::{RequestFields, replace_request_span, request_span_replaced};
+pub use context::{
+    InRequest, RequestFields, RequestLog, replace_request_span, request_span_replaced,
+};
 pub use events::{JsonEvents, TextEvents};
 pub use fields::TextFields;
