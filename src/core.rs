@@ -22,6 +22,8 @@ use crate::providers::upstream::Gateway;
 
 pub(crate) struct Core {
     pub config: Arc<Config>,
+    /// `server.node_id`, shared rather than copied by each request's log fields.
+    pub node_id: Arc<str>,
     /// What the server exposes; a reload swaps it whole. A handler takes its own `Arc`, so
     /// a reload never changes the tools of a running call.
     pub features: Arc<ArcSwap<Features>>,

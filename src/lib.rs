@@ -24,8 +24,8 @@
 //!  reload → server (composition only) → http → { session | stateless } → core → store
 //!         → { dispatch | providers | auth | audit } → features → context → events
 //!         → telemetry → config
-//!         → protocol → jsonrpc → metrics
-//!         → { log_format | log_limit | keyed_counts | revision }
+//!         → { protocol | log_format } → jsonrpc → metrics
+//!         → { log_limit | keyed_counts | revision }
 //! ```
 //!
 //! Above them all, `src/call/` is the binary's `mcp-actor call` client, not part of the

@@ -390,6 +390,7 @@ impl ServerBuilder {
         let identity = Arc::new(ServerIdentity::new(&config));
         let (drain, shutdown) = (CancellationToken::new(), CancellationToken::new());
         let core = Arc::new(Core {
+            node_id: Arc::from(config.server.node_id.as_str()),
             config: Arc::clone(&config),
             features: Arc::clone(&features),
             identity,

@@ -27,10 +27,12 @@ const LAYERS: &[&[&str]] = &[
     // OpenTelemetry: span attributes, trace context in and out, the OTLP pipeline.
     &["telemetry"],
     &["config"],
-    &["protocol"],
+    // `log_format` reads a request's id (`jsonrpc`) for the log line; `dispatch` gives it
+    // the request's fields, and the binary installs its formatters.
+    &["protocol", "log_format"],
     &["jsonrpc"],
     &["metrics"],
-    &["log_format", "log_limit", "keyed_counts", "revision"],
+    &["log_limit", "keyed_counts", "revision"],
 ];
 
 fn rank(module: &str) -> Option<usize> {

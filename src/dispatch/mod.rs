@@ -13,11 +13,11 @@ use std::sync::Arc;
 
 use futures_util::FutureExt;
 use serde_json::Value;
-use tracing::Instrument;
 
 use crate::context::{ContextParts, RequestContext};
 use crate::features::Features;
 use crate::jsonrpc::{RequestId, RpcError};
+use crate::log_format::{self, RequestFields, RequestLog};
 use crate::log_limit::warn_limited;
 use crate::metrics::Metrics;
 use crate::protocol::Method;
@@ -50,7 +50,9 @@ pub async fn dispatch(
 /// The span a handler runs in: every log line of the handler (a command tool's failure, a
 /// refused file read) carries the node, session, method, its target (tool or prompt name,
 /// resource URI, task id), request id and protocol revision. (The request's OpenTelemetry
-/// span is [`telemetry::begin`]'s, not this one.)
+/// span is [`telemetry::begin`]'s, not this one.) Not opened once
+/// [`log_format::replace_request_span`] has been called: the binary's formatters show the
+/// same fields from a [`RequestFields`] instead, at a fraction of the cost.
 pub fn request_span(
     node: &str,
     method: Method,
@@ -73,18 +75,21 @@ pub fn request_span(
 }
 
 /// The one way a feature method runs, on every path (a session's spawned task, a
-/// 2026-07-28 request's own future, a task's run): its context, its span, and
-/// [`run_guarded`]. The span is made before this returns, so `node`, `version` and `sent`
-/// are only borrowed; the future owns the rest and may be spawned. `sent` is the request's
-/// params as the client sent them, `_meta` included, for the span's trace context, when
-/// the handler's `params` are not those (a 2026-07-28 handler's have the envelope taken
-/// out).
+/// 2026-07-28 request's own future, a task's run): its context, what its log lines say
+/// about it ([`RequestLog`]: the [`request_span`], or its [`RequestFields`] when the span is
+/// replaced), and [`run_guarded`]. Both are made before this returns, so `node` and `sent`
+/// are only borrowed; the future owns the rest and may be spawned. `sent` is the request's params as
+/// the client sent them, `_meta` included, for the span's trace context, when the handler's
+/// `params` are not those (a 2026-07-28 handler's have the envelope taken out).
+///
+/// Either covers everything the handler's future polls, and neither reaches a task the
+/// handler spawns (nothing here instruments one).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run_handler(
     features: Arc<Features>,
     metrics: Arc<Metrics>,
-    node: &str,
-    version: &str,
+    node: &Arc<str>,
+    version: &'static str,
     parts: ContextParts,
     method: FeatureMethod,
     sent: Option<&Value>,
@@ -94,14 +99,25 @@ pub(crate) fn run_handler(
     let target = method_target
         .and_then(|t| params.as_ref()?.get(t.field())?.as_str())
         .map(str::to_owned);
-    let span = request_span(
-        node,
-        method.method(),
-        target.as_deref(),
-        parts.session_id.as_deref(),
-        &parts.request_id,
-        version,
-    );
+    let log = if log_format::request_span_replaced() {
+        RequestLog::fields(RequestFields {
+            node: Arc::clone(node),
+            session: parts.session_id.clone(),
+            method: method.method().as_str(),
+            target,
+            request_id: parts.request_id.clone(),
+            version,
+        })
+    } else {
+        RequestLog::span(request_span(
+            node,
+            method.method(),
+            target.as_deref(),
+            parts.session_id.as_deref(),
+            &parts.request_id,
+            version,
+        ))
+    };
     let traced = telemetry::begin(telemetry::Operation {
         method: method.method(),
         session: parts.session_id.as_deref(),
@@ -110,9 +126,8 @@ pub(crate) fn run_handler(
         params: sent.or(params.as_ref()),
     });
     let ctx = RequestContext::new(parts);
-    traced.wrap(
-        async move { run_guarded(&features, &metrics, ctx, method, params).await }.instrument(span),
-    )
+    let run = async move { run_guarded(&features, &metrics, ctx, method, params).await };
+    traced.wrap(log.scope(run))
 }
 
 /// [`dispatch`], with a handler that panics turned into an internal error (logged,

@@ -380,7 +380,7 @@ impl SessionActor {
         let run = run_handler(
             features,
             Arc::clone(&self.env.core.metrics),
-            &self.env.core.config.server.node_id,
+            &self.env.core.node_id,
             self.version.as_str(),
             parts,
             method,

@@ -207,7 +207,7 @@ fn start(
     let handler = run_handler(
         Arc::clone(&features),
         Arc::clone(&state.core.metrics),
-        &state.core.config.server.node_id,
+        &state.core.node_id,
         STATELESS_VERSION,
         parts,
         method,

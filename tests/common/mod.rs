@@ -130,9 +130,11 @@ impl TestServer {
         if !cmd.get_args().any(|a| a == "--admin-listen") {
             cmd.args(["--admin-listen", "127.0.0.1:0"]);
         }
-        cmd.stdout(Stdio::piped())
-            .stderr(stderr)
-            .env("RUST_LOG", if logs { "info" } else { "warn" });
+        cmd.stdout(Stdio::piped()).stderr(stderr);
+        // A test that reads the log chooses its filter.
+        if !cmd.get_envs().any(|(name, _)| name == "RUST_LOG") {
+            cmd.env("RUST_LOG", if logs { "info" } else { "warn" });
+        }
         let mut child = cmd.spawn().expect("start mcp-actor");
         let stdout = child.stdout.take().expect("stdout");
         let mut line = String::new();
@@ -174,10 +176,23 @@ impl TestServer {
 
     /// The binary on `toml`, its log (at `RUST_LOG=warn`) written to `log`.
     pub fn with_config_logging_to(toml: &str, log: &std::path::Path) -> TestServer {
+        Self::with_config_logging_env(toml, log, &[])
+    }
+
+    /// As [`Self::with_config_logging_to`], with extra environment variables (`RUST_LOG`
+    /// among them, to log at another level).
+    pub fn with_config_logging_env(
+        toml: &str,
+        log: &std::path::Path,
+        env: &[(&str, &str)],
+    ) -> TestServer {
         let path = std::env::temp_dir().join(format!("mcp-actor-test-{}.toml", uuid_like()));
         std::fs::write(&path, toml).expect("write test config");
         let mut cmd = Command::new(binary());
         cmd.args(["--listen", "127.0.0.1:0", "--config"]).arg(&path);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
         let file = std::fs::File::create(log).expect("create log file");
         Self::run(cmd, Some(tempfile_path::TempPath(path)), Some(file))
     }

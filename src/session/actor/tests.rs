@@ -27,6 +27,7 @@ fn actor(config: Config) -> (SessionActor, mpsc::Sender<SessionMsg>) {
     let env = Arc::new(SessionEnv::new(
         Arc::new(crate::core::Core {
             identity: Arc::new(ServerIdentity::new(&config)),
+            node_id: Arc::from(config.server.node_id.as_str()),
             config,
             features: Arc::new(ArcSwap::from_pointee(features)),
             drain: CancellationToken::new(),

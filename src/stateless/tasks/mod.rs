@@ -166,7 +166,7 @@ fn spawn_run(state: &Arc<StatelessState>, run: Run) -> AbortHandle {
         let outcome = run_handler(
             Arc::clone(&call.features),
             Arc::clone(&state.core.metrics),
-            &state.core.config.server.node_id,
+            &state.core.node_id,
             STATELESS_VERSION,
             parts,
             FeatureMethod::ToolsCall,

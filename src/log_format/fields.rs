@@ -1,16 +1,17 @@
-//! Field formatting for the text log.
+//! Field formatting for the text log: [`TextFields`].
 //!
-//! Every request runs in a span whose fields (node, session, method, request id) the text
-//! log formats when the span opens, because a warning inside it must name its request. With
-//! tracing-subscriber's [`DefaultFields`] that costs about 6,000 instructions per request:
-//! each field name goes through `nu_ansi_term` styling even when colour is off. [`TextFields`]
-//! writes the same `name=value` text directly when colour is off, and hands everything else
-//! (colour on, the `message` field, errors, `r#` names) to [`DefaultFields`], so the output
-//! is byte for byte the same and the default's escaping of control characters in messages is
-//! kept. Fields named `log.…` are skipped, as the default skips them: they are the metadata
-//! of an event bridged from the `log` crate, already shown in the line's target. A `str`
-//! value is written with `{:?}`, as the default does, which quotes it and escapes every
-//! control character a client could put in a method name or request id.
+//! The text log formats fields for every span when it opens and for every event, and
+//! [`TextEvents`](super::TextEvents) formats a request's fields with it too. With
+//! tracing-subscriber's [`DefaultFields`] that cost about 6,000 instructions for the span
+//! each request had: each field name goes through `nu_ansi_term` styling even when colour is
+//! off. [`TextFields`] writes the same `name=value` text directly when colour is off, and
+//! hands everything else (colour on, the `message` field, errors, `r#` names) to
+//! [`DefaultFields`], so the output is byte for byte the same and the default's escaping of
+//! control characters in messages is kept. Fields named `log.…` are skipped, as the default
+//! skips them: they are the metadata of an event bridged from the `log` crate, already shown
+//! in the line's target. A `str` value is written with `{:?}`, as the default does, which
+//! quotes it and escapes every control character a client could put in a method name or
+//! request id.
 
 use std::fmt;
 
@@ -34,10 +35,10 @@ impl<'writer> FormatFields<'writer> for TextFields {
             return DefaultFields::new().format_fields(writer, fields);
         }
         // Into a buffer on the stack first, so the span's `String` grows once instead of
-        // once per piece (about 1,000 instructions per request); fields longer than the
-        // buffer are written directly.
+        // once per piece (about 1,000 instructions for a request's six fields); fields
+        // longer than the buffer are written directly.
         // The visitor writes to the `Line` itself rather than through a `Writer`, whose
-        // every piece is a dynamic call: another 1,000 or so instructions per request span.
+        // every piece is a dynamic call: another 1,000 or so for the same six fields.
         let mut line = Line::default();
         let mut staged = PlainVisitor {
             writer: &mut line,
@@ -66,7 +67,7 @@ struct Line {
     len: usize,
 }
 
-/// Room for a request span's fields with a long session id and method.
+/// Room for a request's fields with a long session id and method.
 const LINE_BYTES: usize = 256;
 
 impl Default for Line {
@@ -194,31 +195,8 @@ impl<W: fmt::Write> Visit for PlainVisitor<W> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{Arc, Mutex};
-
-    use tracing_subscriber::fmt::MakeWriter;
-
     use super::*;
-
-    #[derive(Clone, Default)]
-    struct Captured(Arc<Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Captured {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl<'a> MakeWriter<'a> for Captured {
-        type Writer = Captured;
-        fn make_writer(&'a self) -> Captured {
-            self.clone()
-        }
-    }
+    use crate::log_format::captured::Captured;
 
     #[derive(Debug)]
     struct Failure;
@@ -280,8 +258,7 @@ mod tests {
         } else {
             tracing::subscriber::with_default(builder.finish(), log_everything);
         }
-        let bytes = captured.0.lock().unwrap().clone();
-        String::from_utf8(bytes).unwrap()
+        captured.text()
     }
 
     #[test]
