@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use common::Client;
 use common::in_process::InProcess;
 use common::modern::Modern;
-use common::rpc_codes::{INTERNAL_ERROR, INVALID_PARAMS, MISSING_CLIENT_CAPABILITY};
+use common::rpc_codes::{INVALID_PARAMS, MISSING_CLIENT_CAPABILITY, SERVER_ERROR};
 use mcp_actor::config::Config;
 use mcp_actor::{CallToolResult, RequestContext, Server, ServerBuilder, TaskSupport, Tool};
 use reqwest::StatusCode;
@@ -278,15 +278,18 @@ async fn a_task_waiting_for_input_resumes_after_tasks_update() {
 }
 
 #[tokio::test]
-async fn the_task_store_is_bounded_by_max_tasks() {
+async fn a_full_task_store_refuses_with_503_naming_max_tasks() {
     let mut config = Config::default();
     config.tasks.max_tasks = 1;
     let server = TaskServer::start(config).await;
     server.call("sleep", json!({ "millis": 60_000 })).await;
-    let (_, reply) = server
+    let (status, reply) = server
         .send_call("sleep", json!({ "millis": 1 }), true)
         .await;
-    assert_eq!(reply["error"]["code"], INTERNAL_ERROR, "{reply}");
+    // A capacity refusal the client may retry, as the other caps answer: not an internal
+    // error, which would say the server is broken.
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{reply}");
+    assert_eq!(reply["error"]["code"], SERVER_ERROR, "{reply}");
     let message = reply["error"]["message"].as_str().unwrap_or("");
     assert!(message.contains("tasks.max_tasks"), "{message}");
 }

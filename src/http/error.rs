@@ -262,6 +262,14 @@ impl From<Refusal> for HttpError {
                     .retry_after(5)
                     .limit(Limit::PrincipalListenStreams)
             }
+            // Counted by the task store, which refuses a task that a handler starts too,
+            // where the answer is a JSON-RPC error in a stream that has begun.
+            Refusal::TooManyTasks { .. } => {
+                HttpError::new(StatusCode::SERVICE_UNAVAILABLE, code, message).retry_after(5)
+            }
+            Refusal::PrincipalTasks { .. } => {
+                HttpError::new(StatusCode::TOO_MANY_REQUESTS, code, message).retry_after(5)
+            }
             Refusal::Draining => HttpError::new(StatusCode::SERVICE_UNAVAILABLE, code, message)
                 .retry_after(1)
                 .limit(Limit::Draining),

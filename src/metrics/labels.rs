@@ -100,8 +100,10 @@ pub enum Limit {
     PrincipalSessions,
     /// `auth.max_in_flight_per_principal` (429).
     PrincipalInFlight,
-    /// `auth.max_tasks_per_principal`: a task-augmented call was refused.
+    /// `auth.max_tasks_per_principal`: a task-augmented call was refused (429).
     PrincipalTasks,
+    /// `tasks.max_tasks`: a task-augmented call was refused (503).
+    MaxTasks,
     /// `http.initialize_rate_per_ip` (429).
     InitializeRateIp,
     /// `auth.initialize_rate_per_principal` (429).
@@ -137,7 +139,7 @@ pub enum Limit {
 }
 
 impl Limit {
-    pub const ALL: [Limit; 33] = [
+    pub const ALL: [Limit; 34] = [
         Limit::MaxBodyBytes,
         Limit::MaxInFlight,
         Limit::StatelessMaxInFlight,
@@ -155,6 +157,7 @@ impl Limit {
         Limit::PrincipalSessions,
         Limit::PrincipalInFlight,
         Limit::PrincipalTasks,
+        Limit::MaxTasks,
         Limit::InitializeRateIp,
         Limit::InitializeRatePrincipal,
         Limit::MaxSseStreams,
@@ -192,6 +195,7 @@ impl Limit {
             Limit::PrincipalSessions => "max_sessions_per_principal",
             Limit::PrincipalInFlight => "max_in_flight_per_principal",
             Limit::PrincipalTasks => "max_tasks_per_principal",
+            Limit::MaxTasks => "max_tasks",
             Limit::InitializeRateIp => "initialize_rate_per_ip",
             Limit::InitializeRatePrincipal => "initialize_rate_per_principal",
             Limit::MaxSseStreams => "max_sse_streams",

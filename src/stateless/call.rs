@@ -14,6 +14,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use super::link::{Frame, MAX_INPUT_REQUESTS, StatelessLink, TaskStart, take_input_requests};
 use super::request_state::Binding;
 use super::stamp::stamped_response;
+use super::tasks::CreateError;
 use super::{Caller, Refusal, Reply, StatelessState, envelope, missing_capability, tasks};
 use crate::audit::Requester;
 use crate::context::{ClientLink, ContextParts};
@@ -164,7 +165,8 @@ fn start(
         return Err(
             match tasks::create(state, &request, client, features, answers, caller) {
                 Ok(result) => Reply::result(state, method.method(), &request.id, result),
-                Err(e) => Reply::error(Some(&request.id), e),
+                Err(CreateError::Refused(refusal)) => Reply::Refused(refusal),
+                Err(CreateError::Failed(e)) => Reply::error(Some(&request.id), e),
             },
         );
     }
@@ -233,6 +235,7 @@ fn start(
                 answers,
                 &task_caller,
             )
+            .map_err(CreateError::into_rpc)
         } else if !inputs.is_empty() && method.method().may_need_input() {
             let sealed = task_state
                 .request_state

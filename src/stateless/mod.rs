@@ -123,6 +123,15 @@ pub(crate) enum Refusal {
          sends you to another node"
     )]
     Draining,
+    #[error(
+        "the server holds {limit} tasks (tasks.max_tasks); retry when older tasks have expired"
+    )]
+    TooManyTasks { limit: usize },
+    #[error(
+        "you already hold {limit} tasks (auth.max_tasks_per_principal); retry when older \
+         tasks have expired"
+    )]
+    PrincipalTasks { limit: usize },
     /// The transport cannot carry the stream of messages a listen answers with.
     #[error(
         "subscriptions/listen answers with a stream of messages, which this request does not accept"

@@ -40,7 +40,7 @@ use crate::features::tools::TaskSupport;
 use crate::jsonrpc::{Request, RpcError, codes, params_object};
 use crate::protocol::method::{FeatureMethod, TaskMethod};
 use crate::protocol::{ClientInfo, STATELESS_VERSION};
-pub(crate) use store::TaskStore;
+pub(crate) use store::{CreateError, TaskStore};
 use store::{Run, TaskCall};
 
 /// The extension's identifier in `capabilities.extensions`.
@@ -117,7 +117,7 @@ pub(crate) fn create(
     features: Arc<Features>,
     answers: BTreeMap<String, Value>,
     caller: &Caller,
-) -> Result<Value, RpcError> {
+) -> Result<Value, CreateError> {
     let call = TaskCall {
         request_id: request.id.clone(),
         params: request.params.clone(),

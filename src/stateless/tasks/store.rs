@@ -37,6 +37,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::super::Refusal;
 use super::durable::DurableTasks;
 use charge::{ResultCharge, json_len};
 
@@ -153,6 +154,28 @@ impl Task {
     }
 }
 
+/// Why a task was not created.
+#[derive(Debug)]
+pub(crate) enum CreateError {
+    /// A cap refused it (counted and logged here, whichever path asked): the client may
+    /// retry once older tasks expire.
+    Refused(Refusal),
+    Failed(RpcError),
+}
+
+impl CreateError {
+    /// The JSON-RPC error, for a task that a running handler starts: its answer goes into a
+    /// response that has begun, so a refusal cannot become an HTTP status there.
+    pub(crate) fn into_rpc(self) -> RpcError {
+        match self {
+            CreateError::Refused(refusal) => {
+                RpcError::new(crate::jsonrpc::codes::SERVER_ERROR, refusal.to_string())
+            }
+            CreateError::Failed(e) => e,
+        }
+    }
+}
+
 /// Every task of the server, bounded by `[tasks] max_tasks`, each readable for `ttl`.
 pub(crate) struct TaskStore {
     tasks: DashMap<String, Task>,
@@ -258,17 +281,17 @@ impl TaskStore {
         answers: BTreeMap<String, Value>,
         per_owner: Option<usize>,
         spawn: impl FnOnce(Run) -> AbortHandle,
-    ) -> Result<Value, RpcError> {
+    ) -> Result<Value, CreateError> {
         self.expire();
         let owner_slot = match per_owner {
             Some(cap) => Some(self.owner_slot(&call.owner, cap)?),
             None => None,
         };
         let Ok(slot) = Arc::clone(&self.slots).try_acquire_owned() else {
-            return Err(RpcError::internal(format!(
-                "too many tasks (tasks.max_tasks = {}); retry when older tasks have expired",
-                self.config.max_tasks
-            )));
+            let limit = self.config.max_tasks;
+            self.metrics.limit_hit(Limit::MaxTasks);
+            warn_limited!(limit, "a task-augmented call refused at tasks.max_tasks");
+            return Err(CreateError::Refused(Refusal::TooManyTasks { limit }));
         };
         let now = SystemTime::now();
         let task = Task {
@@ -292,24 +315,23 @@ impl TaskStore {
         result.insert("resultType".into(), json!("task"));
         let Entry::Vacant(vacant) = self.tasks.entry(id.clone()) else {
             // 122 random bits do not repeat within a task's ttl.
-            return Err(RpcError::internal("task id collision; retry the call"));
+            return Err(CreateError::Failed(RpcError::internal(
+                "task id collision; retry the call",
+            )));
         };
         vacant.insert(task).start_run(&id, spawn);
         Ok(Value::Object(result))
     }
 
     /// `owner`'s next slot under `auth.max_tasks_per_principal`, taken in one atomic step.
-    fn owner_slot(&self, owner: &Arc<str>, cap: usize) -> Result<KeyedSlot, RpcError> {
+    fn owner_slot(&self, owner: &Arc<str>, cap: usize) -> Result<KeyedSlot, CreateError> {
         self.owners.take(owner, cap).ok_or_else(|| {
             self.metrics.limit_hit(Limit::PrincipalTasks);
             warn_limited!(
                 cap,
                 "a principal's task-augmented call refused at auth.max_tasks_per_principal"
             );
-            RpcError::internal(format!(
-                "you already hold {cap} tasks (auth.max_tasks_per_principal); retry when \
-                 older tasks have expired"
-            ))
+            CreateError::Refused(Refusal::PrincipalTasks { limit: cap })
         })
     }
 

@@ -116,7 +116,13 @@ async fn an_expired_task_gives_its_slot_back() {
     let refused = store
         .create(call(), BTreeMap::new(), None, idle)
         .unwrap_err();
-    assert!(refused.message.contains("tasks.max_tasks"), "{refused:?}");
+    assert!(
+        matches!(
+            refused,
+            CreateError::Refused(Refusal::TooManyTasks { limit: 1 })
+        ),
+        "{refused:?}"
+    );
     store.tasks.get_mut(&first).unwrap().created_at -= Duration::from_secs(61);
     let second = task_id(&store.create(call(), BTreeMap::new(), None, idle).unwrap());
     assert_eq!(store.tasks.len(), 1);
@@ -144,14 +150,16 @@ async fn concurrent_creates_never_exceed_max_tasks_and_are_findable_at_once() {
             tokio::spawn(async move {
                 start.wait().await;
                 let settling = Arc::clone(&store);
-                let created = store.create(call(), BTreeMap::new(), None, move |run| {
-                    let handle = tokio::spawn(async move {
-                        settling.settle(&run.id, run.generation, Ok(json!({})), Map::new());
-                    });
-                    let abort = handle.abort_handle();
-                    runs_tx.send(handle).unwrap();
-                    abort
-                })?;
+                let created = store
+                    .create(call(), BTreeMap::new(), None, move |run| {
+                        let handle = tokio::spawn(async move {
+                            settling.settle(&run.id, run.generation, Ok(json!({})), Map::new());
+                        });
+                        let abort = handle.abort_handle();
+                        runs_tx.send(handle).unwrap();
+                        abort
+                    })
+                    .map_err(CreateError::into_rpc)?;
                 let id = task_id(&created);
                 let seen = store
                     .get(&id, OWNER)
@@ -210,9 +218,11 @@ async fn another_principal_finds_no_task_and_one_principal_is_capped() {
         .create(call(), BTreeMap::new(), Some(2), idle)
         .unwrap_err();
     assert!(
-        refused.message.contains("max_tasks_per_principal"),
-        "{}",
-        refused.message
+        matches!(
+            refused,
+            CreateError::Refused(Refusal::PrincipalTasks { limit: 2 })
+        ),
+        "{refused:?}"
     );
     let mut other = call();
     other.owner = Arc::from("issuer\u{0}bob");
