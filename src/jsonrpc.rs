@@ -333,6 +333,58 @@ pub fn encode_response(id: Option<&RequestId>, outcome: &Result<Value, RpcError>
     to_bytes(&wire)
 }
 
+/// Serializes an error response.
+pub fn encode_error(id: Option<&RequestId>, error: &RpcError) -> Bytes {
+    to_bytes(&WireResponse::<Value> {
+        jsonrpc: "2.0",
+        id,
+        result: None,
+        error: Some(error),
+    })
+}
+
+/// A response whose `result` is kept as the JSON text it came in, for a result that is
+/// passed on rather than read (a forwarded tool call's).
+#[derive(Debug)]
+pub struct ResponseText {
+    pub id: RequestId,
+    pub outcome: Result<Box<serde_json::value::RawValue>, RpcError>,
+}
+
+#[derive(Deserialize)]
+struct WireResponseText<'a> {
+    #[serde(default)]
+    jsonrpc: Option<String>,
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<serde::de::IgnoredAny>,
+    #[serde(default, borrow)]
+    result: Option<&'a serde_json::value::RawValue>,
+    #[serde(default)]
+    error: Option<RpcError>,
+}
+
+/// Reads `bytes` as one well-formed response, keeping its `result` as text: `None` for
+/// anything else (a request, a notification, a batch, a malformed or `null` result), which
+/// [`decode_body`] then reads as it reads every message.
+pub fn decode_response_text(bytes: &[u8]) -> Option<ResponseText> {
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return None;
+    }
+    let wire = serde_json::from_slice::<WireResponseText<'_>>(bytes).ok()?;
+    if wire.jsonrpc.as_deref() != Some("2.0") || wire.method.is_some() {
+        return None;
+    }
+    let id = RequestId::from_value(wire.id.as_ref()?)?;
+    let outcome = match (wire.result, wire.error) {
+        (Some(result), None) => Ok(result.to_owned()),
+        (None, Some(error)) => Err(error),
+        _ => return None,
+    };
+    Some(ResponseText { id, outcome })
+}
+
 /// Serializes a successful response whose result is any serializable value, for results
 /// encoded without first building a `Value` tree.
 pub fn encode_result<R: Serialize>(id: &RequestId, result: &R) -> Bytes {
@@ -462,5 +514,37 @@ mod tests {
         assert_eq!(&n[..], br#"{"jsonrpc":"2.0","id":1,"result":null}"#);
         let s = encode_response(Some(&RequestId::String("1".into())), &Ok(Value::Null));
         assert_eq!(&s[..], br#"{"jsonrpc":"2.0","id":"1","result":null}"#);
+    }
+
+    #[test]
+    fn a_response_keeps_its_result_as_text() {
+        let line =
+            br#" {"jsonrpc":"2.0","id":3,"result":{"b":2.50,"a":123456789012345678901234567890}}"#;
+        let response = decode_response_text(line).unwrap();
+        assert_eq!(response.id, RequestId::Number(3));
+        assert_eq!(
+            response.outcome.unwrap().get(),
+            r#"{"b":2.50,"a":123456789012345678901234567890}"#
+        );
+        let error = br#"{"jsonrpc":"2.0","id":"x","error":{"code":-32602,"message":"no"}}"#;
+        let response = decode_response_text(error).unwrap();
+        assert_eq!(response.outcome.unwrap_err().code, -32602);
+    }
+
+    #[test]
+    fn anything_but_a_well_formed_response_is_left_to_decode_body() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#,
+            r#"[{"jsonrpc":"2.0","id":1,"result":{}}]"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":null}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}"#,
+            r#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"#,
+            "",
+        ] {
+            assert!(decode_response_text(line.as_bytes()).is_none(), "{line}");
+        }
     }
 }

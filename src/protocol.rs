@@ -4,6 +4,7 @@
 //! the metrics use too). Models follow the schema of `schema/<version>/schema.ts` with
 //! `camelCase` fields; open parts of the protocol (`_meta`, tool arguments) stay JSON values.
 
+pub mod answer;
 pub mod method;
 
 use std::collections::HashMap;
@@ -12,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use crate::revision::Revision;
+pub use answer::Answer;
 pub use method::Method;
 
 /// The stateless revision, served per request without sessions (see [`crate::stateless`]).

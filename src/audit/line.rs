@@ -8,6 +8,7 @@ use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 use crate::jsonrpc::RpcError;
+use crate::protocol::Answer;
 
 #[derive(Serialize)]
 pub(super) struct Line {
@@ -36,9 +37,9 @@ pub(super) enum Outcome {
 }
 
 impl Outcome {
-    pub fn of(result: &Result<Value, RpcError>) -> Outcome {
+    pub fn of(result: &Result<Answer, RpcError>) -> Outcome {
         match result {
-            Ok(v) if v.get("isError").and_then(Value::as_bool) == Some(true) => Outcome::ToolError,
+            Ok(answer) if answer.is_error() => Outcome::ToolError,
             Ok(_) => Outcome::Ok,
             Err(e) => Outcome::Error(e.code),
         }

@@ -21,6 +21,7 @@ use crate::config::audit::AuditSection;
 use crate::features::Features;
 use crate::jsonrpc::RpcError;
 use crate::metrics::Metrics;
+use crate::protocol::Answer;
 use crate::protocol::method::FeatureMethod;
 use line::{Line, Outcome};
 pub use writer::reopen_all;
@@ -138,7 +139,7 @@ struct PendingLine {
 
 impl Pending {
     /// Writes the line with the handler's outcome.
-    pub fn finish(mut self, outcome: &Result<Value, RpcError>) {
+    pub fn finish(mut self, outcome: &Result<Answer, RpcError>) {
         self.write(Outcome::of(outcome));
     }
 

@@ -20,21 +20,22 @@ use crate::jsonrpc::{RequestId, RpcError};
 use crate::log_format::{self, RequestFields, RequestLog};
 use crate::log_limit::warn_limited;
 use crate::metrics::Metrics;
-use crate::protocol::Method;
 use crate::protocol::method::FeatureMethod;
+use crate::protocol::{Answer, Method};
 use crate::telemetry;
 
-/// Runs one feature method and returns its result. `params` is taken by value so tool
+/// Runs one feature method and returns its result (a forwarded tool's as the upstream
+/// wrote it, see [`Answer`]). `params` is taken by value so tool
 /// arguments move into the handler.
 pub async fn dispatch(
     features: &Features,
     ctx: RequestContext,
     method: FeatureMethod,
     params: Option<Value>,
-) -> Result<Value, RpcError> {
+) -> Result<Answer, RpcError> {
     let grants = ctx.grants();
-    match method {
-        FeatureMethod::ToolsCall => features.call_tool(ctx, params).await,
+    let built = match method {
+        FeatureMethod::ToolsCall => return features.call_tool(ctx, params).await,
         FeatureMethod::ToolsList => features.list_tools(grants, params.as_ref()),
         FeatureMethod::ResourcesList => features.list_resources(grants, params.as_ref()),
         FeatureMethod::ResourcesTemplatesList => {
@@ -44,7 +45,8 @@ pub async fn dispatch(
         FeatureMethod::PromptsList => features.list_prompts(grants, params.as_ref()),
         FeatureMethod::PromptsGet => features.get_prompt(ctx, params.as_ref()).await,
         FeatureMethod::CompletionComplete => features.complete(grants, params.as_ref()),
-    }
+    };
+    built.map(Answer::Value)
 }
 
 /// The span a handler runs in: every log line of the handler (a command tool's failure, a
@@ -94,7 +96,7 @@ pub(crate) fn run_handler(
     method: FeatureMethod,
     sent: Option<&Value>,
     params: Option<Value>,
-) -> impl Future<Output = Result<Value, RpcError>> + Send + 'static {
+) -> impl Future<Output = Result<Answer, RpcError>> + Send + 'static {
     let method_target = method.method().target();
     let target = method_target
         .and_then(|t| params.as_ref()?.get(t.field())?.as_str())
@@ -139,7 +141,7 @@ pub async fn run_guarded(
     ctx: RequestContext,
     method: FeatureMethod,
     params: Option<Value>,
-) -> Result<Value, RpcError> {
+) -> Result<Answer, RpcError> {
     let _running = (method == FeatureMethod::ToolsCall).then(|| metrics.tool_running());
     // A cheap handle for the log line of the rare panic (one reference count).
     let about = ctx.clone();

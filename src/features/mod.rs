@@ -44,7 +44,7 @@ use serde_json::{Map, Value, json};
 use crate::config::resource_uri::{canonical_resource_uri, canonical_uri_prefix};
 use crate::context::{Grants, RequestContext};
 use crate::jsonrpc::{RpcError, params_object};
-use crate::protocol::{Arguments, Method};
+use crate::protocol::{Answer, Arguments, Method};
 use prompts::Prompt;
 use resources::{Resource, ResourceError, ResourceTemplate};
 use tools::Tool;
@@ -213,7 +213,7 @@ impl Features {
         &self,
         ctx: RequestContext,
         params: Option<Value>,
-    ) -> Result<Value, RpcError> {
+    ) -> Result<Answer, RpcError> {
         // Owned params, so the arguments move into the handler instead of being copied.
         let mut params = match params {
             None => Map::new(),

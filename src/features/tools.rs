@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 /// The naming rule belongs to the configuration, which checks names before any tool exists.
 pub use crate::config::names::validate_tool_name;
 use crate::context::{ClientRequestError, RequestContext};
-use crate::protocol::CallToolResult;
+use crate::protocol::{Answer, CallToolResult};
 
 /// Why a tool handler failed. The client receives it as an `isError` result.
 #[derive(Debug, thiserror::Error)]
@@ -38,8 +38,8 @@ pub type ToolFuture = BoxFuture<'static, Result<CallToolResult, ToolError>>;
 
 type ToolHandler = Arc<dyn Fn(RequestContext, Value) -> ToolFuture + Send + Sync>;
 
-/// The future of a handler that answers with the raw result object.
-pub(crate) type RawToolFuture = BoxFuture<'static, Result<Value, ToolError>>;
+/// The future of a handler that answers with the result object as another server wrote it.
+pub(crate) type RawToolFuture = BoxFuture<'static, Result<Answer, ToolError>>;
 
 /// How a tool answers: with a typed result, or with the result object as it came (a tool
 /// forwarded to an upstream server, whose results keep every field they had).
@@ -264,7 +264,7 @@ impl Tool {
 
     /// Validates `arguments` and runs the handler: the result object. Never a protocol
     /// error.
-    pub(crate) async fn call(&self, ctx: RequestContext, arguments: Value) -> Value {
+    pub(crate) async fn call(&self, ctx: RequestContext, arguments: Value) -> Answer {
         let outcome = match &self.handler {
             Handler::Typed(handler) => self.call_typed(handler, ctx, arguments).await,
             Handler::Raw(handler) => match handler(ctx, arguments).await {
@@ -272,8 +272,11 @@ impl Tool {
                 Err(e) => CallToolResult::error(e.to_string()),
             },
         };
-        serde_json::to_value(outcome)
-            .unwrap_or_else(|e| json!({ "content": [], "isError": true, "error": e.to_string() }))
+        Answer::Value(
+            serde_json::to_value(outcome).unwrap_or_else(
+                |e| json!({ "content": [], "isError": true, "error": e.to_string() }),
+            ),
+        )
     }
 
     async fn call_typed(

@@ -28,11 +28,11 @@ use crate::audit::Requester;
 use crate::context::{ClientLink, ClientRequestError, ContextParts, Grants, Notice};
 use crate::dispatch::run_handler;
 use crate::events::ServerEvent;
-use crate::jsonrpc::{self, Message, Notification, Request, RequestId, Response, RpcError};
+use crate::jsonrpc::{Message, Notification, Request, RequestId, Response, RpcError};
 use crate::log_limit::warn_limited;
 use crate::metrics::RequestTimer;
 use crate::protocol::method::{ClientNotification, FeatureMethod, Served};
-use crate::protocol::{ClientInfo, LogLevel, Method, Revision, progress_token};
+use crate::protocol::{ClientInfo, LogLevel, Method, Revision, answer, progress_token};
 use crate::providers::upstream::Scope;
 use crate::session::handle::SessionLink;
 use crate::session::pending::PendingClientRequests;
@@ -393,7 +393,7 @@ impl SessionActor {
         let task = tokio::spawn(run.then(move |outcome| {
             audited.finish(&outcome);
             timer.finish(outcome.is_ok());
-            let response = jsonrpc::encode_response(Some(&task_id), &outcome);
+            let response = answer::encode(&task_id, &outcome);
             async move {
                 let _ = tx
                     .send(SessionMsg::Finished(Box::new(FinishedMsg {

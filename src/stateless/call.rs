@@ -13,7 +13,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::link::{Frame, MAX_INPUT_REQUESTS, StatelessLink, TaskStart, take_input_requests};
 use super::request_state::Binding;
-use super::stamp::stamped_response;
+use super::stamp::stamped_answer;
 use super::tasks::CreateError;
 use super::{Caller, Refusal, Reply, StatelessState, envelope, missing_capability, tasks};
 use crate::audit::Requester;
@@ -22,7 +22,7 @@ use crate::dispatch::run_handler;
 use crate::jsonrpc::{self, Request, RequestId, RpcError, codes};
 use crate::metrics::RequestTimer;
 use crate::protocol::method::FeatureMethod;
-use crate::protocol::{STATELESS_VERSION, object};
+use crate::protocol::{Answer, STATELESS_VERSION, object};
 
 /// The binding of a request's `requestState`: what a retry must repeat, and who must send
 /// it (`principal`, the caller's key).
@@ -235,16 +235,17 @@ fn start(
                 answers,
                 &task_caller,
             )
+            .map(Answer::Value)
             .map_err(CreateError::into_rpc)
         } else if !inputs.is_empty() && method.method().may_need_input() {
             let sealed = task_state
                 .request_state
                 .seal(binding(&request, method, &task_caller.key), answers);
-            Ok(object([
+            Ok(Answer::Value(object([
                 ("resultType", Value::from("input_required")),
                 ("inputRequests", Value::Object(inputs)),
                 ("requestState", Value::String(sealed)),
-            ]))
+            ])))
         } else {
             outcome
         };
@@ -253,7 +254,7 @@ fn start(
         }
         let frame = match outcome {
             Ok(result) => Frame::Final {
-                body: stamped_response(&task_state, method.method(), &request.id, result),
+                body: stamped_answer(&task_state, method.method(), &request.id, result),
                 error: None,
             },
             Err(error) => error_frame(&request.id, error),

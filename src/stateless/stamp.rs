@@ -6,6 +6,12 @@
 //! the result's own members when the result has no `_meta` of its own, the usual case:
 //! no per-result copy of it is built, serialized and dropped. A result that brings its own
 //! `_meta` object gets `serverInfo` inserted into it.
+//!
+//! A result kept as the text an upstream wrote ([`Answer::Text`]) is stamped the same way
+//! without being decoded: its members stay in their order and keep their text, and the
+//! stamp's members are added after them (`_meta` in front, as above).
+
+use std::borrow::Cow;
 
 use bytes::Bytes;
 use serde::Serialize;
@@ -17,6 +23,7 @@ use super::StatelessState;
 use crate::dispatch::identity::SERVER_INFO_META;
 use crate::jsonrpc::{self, RequestId};
 use crate::protocol::Method;
+use crate::protocol::answer::{self, Answer};
 
 /// The JSON-RPC response carrying `result` to request `id` of `method`, stamped.
 pub(crate) fn stamped_response(
@@ -55,6 +62,107 @@ pub(crate) fn stamped_response(
         Some(_) => {}
     }
     jsonrpc::encode_response(Some(id), &Ok(result))
+}
+
+/// [`stamped_response`] for any [`Answer`].
+pub(crate) fn stamped_answer(
+    state: &StatelessState,
+    method: Method,
+    id: &RequestId,
+    answer: Answer,
+) -> Bytes {
+    let kept = match answer {
+        Answer::Value(value) => return stamped_response(state, method, id, value),
+        Answer::Text(kept) => kept,
+    };
+    let Some(members) = answer::members(kept.text()) else {
+        return jsonrpc::encode_result(id, &kept.text());
+    };
+    let mut parts: Vec<(Cow<'_, str>, Part<'_>)> = members
+        .into_iter()
+        .map(|(key, value)| (key, Part::Text(value)))
+        .collect();
+    let complete = match parts.iter().find(|(key, _)| key == "resultType") {
+        None => {
+            parts.push(("resultType".into(), Part::Value(json!("complete"))));
+            true
+        }
+        Some((_, Part::Text(kind))) => is_string(kind, "complete"),
+        Some(_) => false,
+    };
+    if method.cacheable() && complete {
+        let config = &state.core.config.stateless;
+        set(&mut parts, "ttlMs", Part::Value(json!(config.ttl_ms)));
+        let scope = json!(config.cache_scope.as_str());
+        set(&mut parts, "cacheScope", Part::Value(scope));
+    }
+    match parts.iter_mut().find(|(key, _)| key == "_meta") {
+        None => parts.insert(
+            0,
+            (
+                "_meta".into(),
+                Part::Text(state.core.identity.server_info_meta()),
+            ),
+        ),
+        Some((_, meta)) => {
+            let inner = match meta {
+                Part::Text(text) => answer::members(text),
+                _ => None,
+            };
+            // A `_meta` that is not an object is the upstream's to answer for, as above.
+            if let Some(inner) = inner {
+                let mut inner: Vec<(Cow<'_, str>, Part<'_>)> = inner
+                    .into_iter()
+                    .map(|(key, value)| (key, Part::Text(value)))
+                    .collect();
+                let info = state.core.identity.server_info().clone();
+                set(&mut inner, SERVER_INFO_META, Part::Value(info));
+                *meta = Part::Object(inner);
+            }
+        }
+    }
+    jsonrpc::encode_result(id, &Part::Object(parts))
+}
+
+/// Whether JSON text `text` is the string `expected`.
+fn is_string(text: &RawValue, expected: &str) -> bool {
+    let quoted = text.get();
+    (quoted.len() == expected.len() + 2 && quoted.get(1..quoted.len() - 1) == Some(expected))
+        || serde_json::from_str::<String>(quoted).is_ok_and(|s| s == expected)
+}
+
+/// Sets member `key` of `parts` to `value`, where it stands or else at the end.
+fn set<'a>(parts: &mut Vec<(Cow<'a, str>, Part<'a>)>, key: &'a str, value: Part<'a>) {
+    match parts.iter_mut().find(|(k, _)| k == key) {
+        Some((_, part)) => *part = value,
+        None => parts.push((Cow::Borrowed(key), value)),
+    }
+}
+
+/// A stamped text result, written member by member.
+enum Part<'a> {
+    /// As it came.
+    Text(&'a RawValue),
+    /// Added by the stamp.
+    Value(Value),
+    /// An object whose members the stamp changed.
+    Object(Vec<(Cow<'a, str>, Part<'a>)>),
+}
+
+impl Serialize for Part<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Part::Text(text) => text.serialize(serializer),
+            Part::Value(value) => value.serialize(serializer),
+            Part::Object(members) => {
+                let mut map = serializer.serialize_map(Some(members.len()))?;
+                for (key, value) in members {
+                    map.serialize_entry(key, value)?;
+                }
+                map.end()
+            }
+        }
+    }
 }
 
 /// A result object with a pre-serialized `_meta` member written first.

@@ -24,7 +24,7 @@ use tokio::task::futures::TaskLocalFuture;
 
 use super::{Operation, context, cut};
 use crate::jsonrpc::RpcError;
-use crate::protocol::Method;
+use crate::protocol::{Answer, Method};
 
 tokio::task_local! {
     /// The trace context of the request whose handler this task is running.
@@ -105,7 +105,7 @@ impl Begun {
     /// `future`, run as this span: with telemetry off it is polled as is.
     pub fn wrap<F>(self, future: F) -> Traced<F>
     where
-        F: Future<Output = Result<Value, RpcError>>,
+        F: Future<Output = Result<Answer, RpcError>>,
     {
         Traced {
             inner: CURRENT.scope(self.context, future),
@@ -181,15 +181,13 @@ fn request_id(id: &crate::jsonrpc::RequestId) -> String {
 }
 
 impl Record {
-    fn set_outcome(&mut self, outcome: &Result<Value, RpcError>) {
+    fn set_outcome(&mut self, outcome: &Result<Answer, RpcError>) {
         self.failure = match outcome {
             Err(error) => Some(Failure::Rpc(
                 error.code,
                 cut(&error.message, MAX_MESSAGE_BYTES).to_owned(),
             )),
-            Ok(result) if result.get("isError").and_then(Value::as_bool) == Some(true) => {
-                Some(Failure::Tool)
-            }
+            Ok(result) if result.is_error() => Some(Failure::Tool),
             Ok(_) => None,
         };
     }
@@ -223,9 +221,9 @@ pin_project_lite::pin_project! {
 
 impl<F> Future for Traced<F>
 where
-    F: Future<Output = Result<Value, RpcError>>,
+    F: Future<Output = Result<Answer, RpcError>>,
 {
-    type Output = Result<Value, RpcError>;
+    type Output = Result<Answer, RpcError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();

@@ -12,7 +12,7 @@ use super::{Busy, Inner, Upstream, connection_for, request_within};
 use crate::context::ClientRequestError;
 use crate::features::FeatureSet;
 use crate::features::tools::{Tool, ToolError};
-use crate::protocol::object;
+use crate::protocol::{Answer, object};
 
 /// The most pages of one list the catalog reads: an upstream that pages forever is cut off.
 const MAX_PAGES: usize = 100;
@@ -233,7 +233,7 @@ async fn call(
     name: &str,
     ctx: crate::context::RequestContext,
     arguments: Value,
-) -> Result<Value, ToolError> {
+) -> Result<Answer, ToolError> {
     let upstream = &gateway.upstreams[index];
     let failed = |e: UpstreamError| match e {
         UpstreamError::InputRequired => ToolError::Client(ClientRequestError::InputRequired),
@@ -252,7 +252,9 @@ async fn call(
         .map_err(failed)?;
     let _busy = scope.as_deref().map(Busy::new);
     let params = object([("name", Value::from(name)), ("arguments", arguments)]);
+    // The result goes to the client as the upstream wrote it (`Answer::text`).
     request_within(&conn, upstream, "tools/call", params, &ctx, left)
         .await
+        .map(Answer::text)
         .map_err(failed)
 }

@@ -486,8 +486,8 @@ async fn request_within(
     params: serde_json::Value,
     ctx: &crate::context::RequestContext,
     left: Duration,
-) -> Result<serde_json::Value, UpstreamError> {
-    conn.request(method, Some(params), Some(ctx), left)
+) -> Result<Box<serde_json::value::RawValue>, UpstreamError> {
+    conn.request_text(method, Some(params), Some(ctx), left)
         .await
         .map_err(|e| match e {
             UpstreamError::TimedOut(_) => UpstreamError::TimedOut(upstream.call_timeout),

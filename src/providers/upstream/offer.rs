@@ -27,7 +27,8 @@ async fn forward(
     let upstream = &gateway.upstreams[index];
     let (conn, scope, left) = connection_for(gateway, upstream, ctx).await?;
     let _busy = scope.as_deref().map(Busy::new);
-    request_within(&conn, upstream, method, params, ctx, left).await
+    let text = request_within(&conn, upstream, method, params, ctx, left).await?;
+    super::wire::read_result(method, &text)
 }
 
 fn prefixed(upstream: &Upstream, descriptor: &Value) -> Value {

@@ -4,8 +4,9 @@
 //! and which client request each one serves. Callers send it [`Command`]s and await a
 //! `oneshot`; nothing else touches its state.
 //!
-//! Messages are kept as raw JSON: a forwarded result or request reaches the other side with
-//! every field it had, including fields this server does not know.
+//! A response's result is kept as the JSON text it came in, so a forwarded tool result
+//! reaches the client as the upstream wrote it: members in their order, numbers as they
+//! were spelled, every field this server does not know.
 //!
 //! What the upstream sends besides answers is routed by the client request it concerns:
 //! - `notifications/progress` carries the progress token this connection put on the
@@ -25,6 +26,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -41,7 +43,7 @@ enum Command {
         id: i64,
         line: Bytes,
         ctx: Option<RequestContext>,
-        reply: oneshot::Sender<Result<Value, UpstreamError>>,
+        reply: oneshot::Sender<Result<Box<RawValue>, UpstreamError>>,
     },
     /// The caller stopped waiting: forget the request and tell the upstream.
     Abandon {
@@ -164,6 +166,19 @@ impl Connection {
         ctx: Option<&RequestContext>,
         timeout: Duration,
     ) -> Result<Value, UpstreamError> {
+        let text = self.request_text(method, params, ctx, timeout).await?;
+        read_result(method, &text)
+    }
+
+    /// [`Connection::request`], with the result as the JSON text the upstream sent: for a
+    /// result passed on to the client as it came.
+    pub async fn request_text(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        ctx: Option<&RequestContext>,
+        timeout: Duration,
+    ) -> Result<Box<RawValue>, UpstreamError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut params = params;
         if ctx.is_some_and(RequestContext::wants_progress) {
@@ -224,6 +239,15 @@ impl Connection {
     }
 }
 
+/// The result `text` of `method` as a [`Value`], for a result read here.
+pub(crate) fn read_result(method: &str, text: &RawValue) -> Result<Value, UpstreamError> {
+    serde_json::from_str(text.get()).map_err(|e| {
+        UpstreamError::Rpc(RpcError::internal(format!(
+            "the upstream's {method} result could not be read: {e}"
+        )))
+    })
+}
+
 /// Cancels request `id` upstream when dropped, unless its id was cleared (answered).
 struct Abandon<'a> {
     tx: &'a mpsc::Sender<Command>,
@@ -244,7 +268,7 @@ impl Drop for Abandon<'_> {
 
 struct Waiting {
     ctx: Option<RequestContext>,
-    reply: oneshot::Sender<Result<Value, UpstreamError>>,
+    reply: oneshot::Sender<Result<Box<RawValue>, UpstreamError>>,
 }
 
 struct Task {
@@ -349,6 +373,18 @@ impl Task {
     }
 
     async fn on_message(&mut self, Incoming { bytes, route }: Incoming) {
+        // A response, the usual message, is read only as far as its envelope: its result
+        // goes on as the upstream wrote it.
+        if let Some(response) = jsonrpc::decode_response_text(&bytes) {
+            if let RequestId::Number(id) = response.id {
+                if let Some(waiting) = self.pending.remove(&id) {
+                    let _ = waiting
+                        .reply
+                        .send(response.outcome.map_err(UpstreamError::Rpc));
+                }
+            }
+            return;
+        }
         let message = match jsonrpc::decode_body(&bytes) {
             Ok(jsonrpc::Body::Single(message)) => message,
             Ok(jsonrpc::Body::Batch(_)) | Err(_) => {
@@ -365,9 +401,12 @@ impl Task {
                     return;
                 };
                 if let Some(waiting) = self.pending.remove(&id) {
-                    let _ = waiting
-                        .reply
-                        .send(response.outcome.map_err(UpstreamError::Rpc));
+                    // A response decode_response_text left: its result is `null`.
+                    let outcome = response.outcome.map(|result| {
+                        serde_json::value::to_raw_value(&result)
+                            .unwrap_or_else(|_| RawValue::NULL.to_owned())
+                    });
+                    let _ = waiting.reply.send(outcome.map_err(UpstreamError::Rpc));
                 }
             }
             Message::Notification(n) => self.on_notification(&n.method, n.params, route).await,

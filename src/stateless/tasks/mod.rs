@@ -39,7 +39,7 @@ use crate::features::Features;
 use crate::features::tools::TaskSupport;
 use crate::jsonrpc::{Request, RpcError, codes, params_object};
 use crate::protocol::method::{FeatureMethod, TaskMethod};
-use crate::protocol::{ClientInfo, STATELESS_VERSION};
+use crate::protocol::{Answer, ClientInfo, STATELESS_VERSION};
 pub(crate) use store::{CreateError, TaskStore};
 use store::{Run, TaskCall};
 
@@ -180,6 +180,8 @@ fn spawn_run(state: &Arc<StatelessState>, run: Run) -> AbortHandle {
             Some(capability) => Err(super::missing_capability(capability)),
             None => outcome,
         };
+        // Stored as a value: a task's result is read again (`tasks/get` inlines it).
+        let outcome = outcome.and_then(Answer::into_value);
         state.tasks.settle(&id, generation, outcome, inputs);
     });
     task.abort_handle()
