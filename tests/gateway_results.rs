@@ -36,6 +36,12 @@ fn response_text(body: &str) -> String {
         .to_string()
 }
 
+/// The response text of a 2026-07-28 `tools/call` of `name`.
+async fn modern_call(client: &common::Client, id: u64, name: &str) -> String {
+    let reply = Modern::call(id, name, json!({})).send(client).await;
+    response_text(&reply.text().await.expect("body"))
+}
+
 #[tokio::test]
 async fn a_session_gets_the_upstreams_result_text_byte_for_byte() {
     let server = server();
@@ -53,13 +59,7 @@ async fn a_session_gets_the_upstreams_result_text_byte_for_byte() {
 async fn a_2026_07_28_result_keeps_its_text_and_gets_the_stamp() {
     let server = server();
     let client = client_of(&server);
-    let body = Modern::call(6, "x__exact", json!({}))
-        .send(&client)
-        .await
-        .text()
-        .await
-        .expect("body");
-    let text = response_text(&body);
+    let text = modern_call(&client, 6, "x__exact").await;
     // The upstream's members, as written, between the stamp's `_meta` and `resultType`.
     let members = &EXACT[1..EXACT.len() - 1];
     assert!(
@@ -73,13 +73,7 @@ async fn a_2026_07_28_result_keeps_its_text_and_gets_the_stamp() {
     );
 
     // A `_meta` of the upstream's own keeps its members and gains the server's info.
-    let body = Modern::call(7, "x__meta", json!({}))
-        .send(&client)
-        .await
-        .text()
-        .await
-        .expect("body");
-    let text = response_text(&body);
+    let text = modern_call(&client, 7, "x__meta").await;
     assert!(
         text.contains(&format!(
             r#""_meta":{{"z":1,"a":2.50,"{META_SERVER_INFO}":{{"#
