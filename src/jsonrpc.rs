@@ -428,7 +428,8 @@ pub fn encode_request(id: &RequestId, method: &str, params: Option<&Value>) -> B
 
 fn to_bytes<T: Serialize>(value: &T) -> Bytes {
     // invariant: serializing these structs cannot fail: every map key is a string and every
-    // value is a serde_json::Value, raw JSON serialized from one, or a plain string.
+    // value is a serde_json::Value, raw JSON serialized from one, a typed tool result (strings
+    // and values), or a plain string.
     Bytes::from(serde_json::to_vec(value).unwrap_or_default())
 }
 

@@ -272,11 +272,7 @@ impl Tool {
                 Err(e) => CallToolResult::error(e.to_string()),
             },
         };
-        Answer::Value(
-            serde_json::to_value(outcome).unwrap_or_else(
-                |e| json!({ "content": [], "isError": true, "error": e.to_string() }),
-            ),
-        )
+        Answer::from(outcome)
     }
 
     async fn call_typed(

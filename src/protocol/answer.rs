@@ -1,5 +1,8 @@
-//! A method's result as it goes to the client: a JSON value built here, or the exact JSON
-//! text another server sent.
+//! A method's result as it goes to the client: a JSON value built here, a tool's typed
+//! result, or the exact JSON text another server sent.
+//!
+//! A typed tool's [`CallToolResult`] is written straight to the response: building a
+//! [`Value`] of it first would allocate a map per object only to encode it and drop it.
 //!
 //! A tool forwarded to an upstream server answers with the upstream's result as it came:
 //! its members in their order, its numbers as they were spelled (`2.50`, an integer past
@@ -19,12 +22,15 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::jsonrpc::{self, RequestId, RpcError};
+use crate::protocol::CallToolResult;
 
 /// The result of a method, ready to encode.
 #[derive(Debug, Clone)]
 pub enum Answer {
     /// A result built here.
     Value(Value),
+    /// A typed tool's result, encoded when it is written.
+    Tool(Box<CallToolResult>),
     /// A result as another server wrote it (see the module docs).
     Text(TextAnswer),
 }
@@ -59,6 +65,7 @@ impl Answer {
     pub fn is_error(&self) -> bool {
         match self {
             Answer::Value(value) => value.get("isError").and_then(Value::as_bool) == Some(true),
+            Answer::Tool(result) => result.is_error == Some(true),
             Answer::Text(text) => text.is_error,
         }
     }
@@ -68,10 +75,18 @@ impl Answer {
     pub fn into_value(self) -> Result<Value, RpcError> {
         match self {
             Answer::Value(value) => Ok(value),
+            Answer::Tool(result) => serde_json::to_value(result)
+                .map_err(|e| RpcError::internal(format!("the result could not be encoded: {e}"))),
             Answer::Text(text) => serde_json::from_str(text.text.get()).map_err(|e| {
                 RpcError::internal(format!("the result could not be read as JSON: {e}"))
             }),
         }
+    }
+}
+
+impl From<CallToolResult> for Answer {
+    fn from(result: CallToolResult) -> Answer {
+        Answer::Tool(Box::new(result))
     }
 }
 
@@ -85,6 +100,7 @@ impl Serialize for Answer {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
             Answer::Value(value) => value.serialize(serializer),
+            Answer::Tool(result) => result.serialize(serializer),
             Answer::Text(text) => text.text.serialize(serializer),
         }
     }
@@ -206,6 +222,25 @@ mod tests {
         assert!(!Answer::text(raw(r#"{"isError":"true"}"#)).is_error());
         assert!(!Answer::text(raw("true")).is_error());
         assert!(Answer::from(serde_json::json!({ "isError": true })).is_error());
+    }
+
+    #[test]
+    fn a_tool_result_is_written_as_its_value_would_be() {
+        let id = RequestId::Number(3);
+        for result in [
+            CallToolResult::text("hi \"there\""),
+            CallToolResult::error("no"),
+        ] {
+            let value = serde_json::to_value(&result).unwrap();
+            let bytes = encode(&id, &Ok(Answer::from(result.clone())));
+            let written: Value = serde_json::from_slice(&bytes).unwrap();
+            assert_eq!(written["result"], value);
+            assert_eq!(
+                Answer::from(result.clone()).is_error(),
+                value["isError"] == true
+            );
+            assert_eq!(Answer::from(result).into_value().unwrap(), value);
+        }
     }
 
     #[test]

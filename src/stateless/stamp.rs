@@ -7,6 +7,9 @@
 //! no per-result copy of it is built, serialized and dropped. A result that brings its own
 //! `_meta` object gets `serverInfo` inserted into it.
 //!
+//! A typed tool result ([`Answer::Tool`]) is written with the stamp's members around its
+//! fields, never built as a map.
+//!
 //! A result kept as the text an upstream wrote ([`Answer::Text`]) is stamped the same way
 //! without being decoded: its members stay in their order and keep their text, and the
 //! stamp's members are added after them (`_meta` in front, as above).
@@ -22,8 +25,8 @@ use serde_json::{Map, Value, json};
 use super::StatelessState;
 use crate::dispatch::identity::SERVER_INFO_META;
 use crate::jsonrpc::{self, RequestId};
-use crate::protocol::Method;
 use crate::protocol::answer::{self, Answer};
+use crate::protocol::{CallToolResult, Method};
 
 /// The JSON-RPC response carrying `result` to request `id` of `method`, stamped.
 pub(crate) fn stamped_response(
@@ -73,6 +76,18 @@ pub(crate) fn stamped_answer(
 ) -> Bytes {
     let kept = match answer {
         Answer::Value(value) => return stamped_response(state, method, id, value),
+        Answer::Tool(result) => {
+            let config = &state.core.config.stateless;
+            let cacheable = method.cacheable();
+            let stamped = StampedTool {
+                meta: state.core.identity.server_info_meta(),
+                result: &result,
+                result_type: "complete",
+                ttl_ms: cacheable.then_some(config.ttl_ms),
+                cache_scope: cacheable.then(|| config.cache_scope.as_str()),
+            };
+            return jsonrpc::encode_result(id, &stamped);
+        }
         Answer::Text(kept) => kept,
     };
     let Some(members) = answer::members(kept.text()) else {
@@ -163,6 +178,22 @@ impl Serialize for Part<'_> {
             }
         }
     }
+}
+
+/// A typed tool result, stamped: it has no `_meta` or `resultType` of its own, so the stamp's
+/// members are written around its fields.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StampedTool<'a> {
+    #[serde(rename = "_meta")]
+    meta: &'a RawValue,
+    #[serde(flatten)]
+    result: &'a CallToolResult,
+    result_type: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ttl_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_scope: Option<&'a str>,
 }
 
 /// A result object with a pre-serialized `_meta` member written first.
