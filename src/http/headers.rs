@@ -13,6 +13,7 @@ use crate::stateless::envelope::{RoutingField, RoutingFields, mismatch};
 pub(crate) const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 pub(crate) const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
 /// The 2026-07-28 routing headers that mirror the body (spec 2026-07-28
 /// `basic/transports/streamable-http.mdx` "Request Metadata").
 const METHOD: HeaderName = HeaderName::from_static("mcp-method");
@@ -220,7 +221,7 @@ pub(crate) fn protocol_version_value(headers: &HeaderMap) -> Option<&str> {
 /// The routing fields of a 2026-07-28 request are its `Mcp-*` headers.
 /// The W3C `traceparent` header, for the audit log (which checks its form).
 pub(crate) fn traceparent(headers: &HeaderMap) -> Option<std::sync::Arc<str>> {
-    let value = headers.get("traceparent")?.to_str().ok()?;
+    let value = headers.get(TRACEPARENT)?.to_str().ok()?;
     Some(std::sync::Arc::from(value))
 }
 

@@ -63,6 +63,15 @@ enum Flow {
     Stop(Ending),
 }
 
+/// What woke the session actor.
+enum Turn {
+    /// A message, or `None` once every sender is gone.
+    Message(Option<SessionMsg>),
+    Timer,
+    Drain,
+    Shutdown,
+}
+
 pub(super) struct SessionActor {
     id: Arc<str>,
     version: Revision,
@@ -156,26 +165,46 @@ impl SessionActor {
         let mut armed = self.idle_deadline;
         // Watched here rather than sent as messages: a full mailbox cannot make a session
         // miss the end of the server.
-        let (drain, shutdown) = (self.env.core.drain.clone(), self.env.core.shutdown.clone());
-        let (drain, shutdown) = (drain.cancelled(), shutdown.cancelled());
+        let (drain_token, shutdown_token) =
+            (self.env.core.drain.clone(), self.env.core.shutdown.clone());
+        let (drain, shutdown) = (drain_token.cancelled(), shutdown_token.cancelled());
         tokio::pin!(drain, shutdown);
         let reason = loop {
-            tokio::select! {
-                msg = self.rx.recv() => {
-                    // Every handle and every running handler is gone.
-                    let Some(msg) = msg else { break Ending::NoHandle };
+            // The select is `biased`: a waiting message is taken without polling the other
+            // branches, which costs each of them a lock per turn. So the end of the server,
+            // a drain and the timer are also read here, on every turn: a mailbox that is
+            // never empty cannot hide them.
+            let turn = if shutdown_token.is_cancelled() {
+                Turn::Shutdown
+            } else if timer.is_elapsed() {
+                Turn::Timer
+            } else if !self.draining && drain_token.is_cancelled() {
+                Turn::Drain
+            } else {
+                tokio::select! {
+                    biased;
+                    msg = self.rx.recv() => Turn::Message(msg),
+                    () = &mut timer => Turn::Timer,
+                    () = &mut drain, if !self.draining => Turn::Drain,
+                    () = &mut shutdown => Turn::Shutdown,
+                }
+            };
+            match turn {
+                // Every handle and every running handler is gone.
+                Turn::Message(None) => break Ending::NoHandle,
+                Turn::Message(Some(msg)) => {
                     if let Flow::Stop(reason) = self.handle(msg) {
                         break reason;
                     }
                     self.keep_record();
                 }
-                () = &mut timer => {
+                Turn::Timer => {
                     if let Flow::Stop(reason) = self.on_timer() {
                         break reason;
                     }
                 }
-                () = &mut drain, if !self.draining => self.draining = true,
-                () = &mut shutdown => break Ending::ShuttingDown,
+                Turn::Drain => self.draining = true,
+                Turn::Shutdown => break Ending::ShuttingDown,
             }
             // A draining session ends as soon as nothing of it is in flight: the client's
             // next request gets 404 and starts a new session on another node.
