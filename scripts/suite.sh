@@ -1,7 +1,8 @@
 # The test command's suite runner (sourced by scripts/test and scripts/check-test-command.sh).
 # The caller sets `tally` and `out` (temporary files) and `status`.
 
-# Runs one suite, shows its output, and records its closing "N passed, M failed" line. A
+# Runs one suite, shows its output and how long it took, and records its closing
+# "N passed, M failed" line. A
 # suite that exits non-zero while its closing line counts no failure (it did not start, or
 # died before its summary) counts as one failure, so the total can never read "0 failed"
 # over a broken suite.
@@ -9,8 +10,10 @@ suite() {
     local name=$1
     shift
     echo "== $name"
+    local start=$SECONDS
     "$@" 2>&1 | tee "$out"
     local rc=${PIPESTATUS[0]}
+    echo "== $name: $((SECONDS - start)) s"
     local line
     if [ "$name" = "cargo test" ]; then
         line=$(grep -hoE 'test result: (ok|FAILED)\. [0-9]+ passed; [0-9]+ failed' "$out" |
