@@ -177,6 +177,10 @@ impl SessionActor {
             let turn = if shutdown_token.is_cancelled() {
                 Turn::Shutdown
             } else if timer.is_elapsed() {
+                // What polling the timer costs the task's cooperative budget: a deadline
+                // that is due again at once (within the timer's millisecond) cannot keep
+                // the actor from yielding to the runtime's other tasks.
+                tokio::task::consume_budget().await;
                 Turn::Timer
             } else if !self.draining && drain_token.is_cancelled() {
                 Turn::Drain
