@@ -7,6 +7,11 @@
 #   wait_listening PID PORT LOG SECS
 #                               until 127.0.0.1:PORT accepts connections; exits 1 (showing
 #                               the end of LOG) if the server dies or SECS pass
+#   npm_pinned DIR WHAT          npm ci in DIR from its package-lock.json, skipped while the
+#                               lock file is the one of the last install (a stamp in
+#                               DIR/node_modules records its digest); WHAT names it in the log
+#   pip_pinned VENV REQS WHAT    the same for pip: a venv at VENV (made when missing) with
+#                               REQS installed, stamped in VENV
 
 resolve_bin() {
     local bin="$1" root="$2"
@@ -58,4 +63,31 @@ wait_listening() {
         fi
         sleep 0.1
     done
+}
+
+digest_of() {
+    python3 -c 'import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],"rb").read()).hexdigest())' "$1"
+}
+
+npm_pinned() {
+    local dir="$1" what="$2" want stamp="$1/node_modules/.pinned-install"
+    [[ -f "$dir/package-lock.json" ]] || { log "$dir has no package-lock.json: nothing pins $what"; exit 2; }
+    want="$(digest_of "$dir/package-lock.json")"
+    [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] && return 0
+    log "installing $what (npm ci in $dir)"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    echo "$want" >"$stamp"
+}
+
+pip_pinned() {
+    local venv="$1" reqs="$2" what="$3" want stamp="$1/.pinned-install"
+    want="$(digest_of "$reqs")"
+    if [[ ! -x "$venv/bin/python" ]]; then
+        log "creating venv $venv"
+        python3 -m venv "$venv"
+    fi
+    [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] && return 0
+    log "installing $what (pip, $reqs)"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$reqs"
+    echo "$want" >"$stamp"
 }
