@@ -41,6 +41,8 @@ use crate::protocol::{LogLevel, Method};
 enum Command {
     Request {
         id: i64,
+        /// The method, when this server knows it (for the transport: see [`Outgoing`]).
+        method: Option<Method>,
         line: Bytes,
         ctx: Option<RequestContext>,
         reply: oneshot::Sender<Result<Box<RawValue>, UpstreamError>>,
@@ -50,7 +52,10 @@ enum Command {
         id: i64,
         reason: &'static str,
     },
-    Notify(Bytes),
+    Notify {
+        method: Option<Method>,
+        line: Bytes,
+    },
     /// The client of `origin` must answer with `input_required` (2026-07-28): its calls on
     /// this connection end with [`UpstreamError::InputRequired`] and are cancelled upstream.
     NeedsInput {
@@ -75,6 +80,61 @@ pub(crate) struct Io<W, R> {
     pub source: R,
 }
 
+/// A message on its way to the upstream, with what a transport routes it by, known where
+/// the message was written: the HTTP transport needs a request's id and method, and
+/// reading them back out of the line would parse every message a second time.
+#[derive(Debug)]
+pub(crate) struct Outgoing {
+    pub line: Bytes,
+    pub head: Head,
+}
+
+/// What a transport knows of an [`Outgoing`] message without reading it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Head {
+    /// A request's id, or the id of the request a response answers.
+    pub id: Option<RequestId>,
+    /// A request's or notification's method, when this server knows it.
+    pub method: Option<Method>,
+    /// A request: an id and a method (known here or not).
+    pub request: bool,
+}
+
+impl Outgoing {
+    fn request(id: i64, method: Option<Method>, line: Bytes) -> Outgoing {
+        let id = Some(RequestId::Number(id));
+        let head = Head {
+            id,
+            method,
+            request: true,
+        };
+        Outgoing { line, head }
+    }
+
+    fn notification(method: Option<Method>, line: Bytes) -> Outgoing {
+        let head = Head {
+            method,
+            ..Head::default()
+        };
+        Outgoing { line, head }
+    }
+
+    fn response(id: &RequestId, outcome: &Result<Value, RpcError>) -> Outgoing {
+        let line = jsonrpc::encode_response(Some(id), outcome);
+        let head = Head {
+            id: Some(id.clone()),
+            ..Head::default()
+        };
+        Outgoing { line, head }
+    }
+
+    fn cancelled(id: i64, reason: &str) -> Outgoing {
+        let params = json!({ "requestId": id, "reason": reason });
+        let line = jsonrpc::encode_notification("notifications/cancelled", Some(&params));
+        Outgoing::notification(Some(Method::Cancelled), line)
+    }
+}
+
 impl Connection {
     /// Starts the connection task over `io`. `describe_end` says why the upstream's output
     /// ended (an exit status, the last stderr lines), for the errors of calls in flight.
@@ -90,7 +150,7 @@ impl Connection {
         R: futures_util::Stream<Item = std::io::Result<M>> + Send + Unpin + 'static,
         M: Into<Incoming> + Send,
     {
-        let (out_tx, out_rx) = mpsc::channel::<Bytes>(256);
+        let (out_tx, out_rx) = mpsc::channel::<Outgoing>(256);
         let closed = CancellationToken::new();
         tokio::spawn(super::writer::write_lines(io.sink, out_rx, closed.clone()));
         let io = Io {
@@ -103,7 +163,7 @@ impl Connection {
     /// [`Connection::start`] on a transport with a queue of its own (HTTP's driver): no
     /// writer task between; the transport ends when `closed` is cancelled.
     pub fn start_on<R, M>(
-        io: Io<mpsc::Sender<Bytes>, R>,
+        io: Io<mpsc::Sender<Outgoing>, R>,
         closed: CancellationToken,
         events: Arc<dyn Events>,
         describe_end: impl FnOnce() -> String + Send + 'static,
@@ -197,6 +257,7 @@ impl Connection {
         let (reply, answer) = oneshot::channel();
         let command = Command::Request {
             id,
+            method: Method::parse(method),
             line,
             ctx: ctx.cloned(),
             reply,
@@ -235,7 +296,8 @@ impl Connection {
     /// Sends a notification.
     pub async fn notify(&self, method: &str, params: Option<&Value>) {
         let line = jsonrpc::encode_notification(method, params);
-        let _ = self.tx.send(Command::Notify(line)).await;
+        let method = Method::parse(method);
+        let _ = self.tx.send(Command::Notify { method, line }).await;
     }
 }
 
@@ -274,7 +336,7 @@ struct Waiting {
 struct Task {
     self_tx: mpsc::WeakSender<Command>,
     rx: mpsc::Receiver<Command>,
-    out: mpsc::Sender<Bytes>,
+    out: mpsc::Sender<Outgoing>,
     /// Requests sent and not yet answered, by id; ids grow, so the largest id with a
     /// context is the most recent call.
     pending: HashMap<i64, Waiting>,
@@ -319,11 +381,13 @@ impl Task {
         match command {
             Command::Request {
                 id,
+                method,
                 line,
                 ctx,
                 reply,
             } => {
-                if self.out.send(line).await.is_err() {
+                let outgoing = Outgoing::request(id, method, line);
+                if self.out.send(outgoing).await.is_err() {
                     let _ = reply.send(Err(UpstreamError::Closed(String::new())));
                     return;
                 }
@@ -331,14 +395,11 @@ impl Task {
             }
             Command::Abandon { id, reason } => {
                 if self.pending.remove(&id).is_some() {
-                    let params = json!({ "requestId": id, "reason": reason });
-                    let line =
-                        jsonrpc::encode_notification("notifications/cancelled", Some(&params));
-                    let _ = self.out.send(line).await;
+                    let _ = self.out.send(Outgoing::cancelled(id, reason)).await;
                 }
             }
-            Command::Notify(line) => {
-                let _ = self.out.send(line).await;
+            Command::Notify { method, line } => {
+                let _ = self.out.send(Outgoing::notification(method, line)).await;
             }
             Command::NeedsInput { origin } => {
                 let ids: Vec<i64> = self
@@ -350,11 +411,8 @@ impl Task {
                 for id in ids {
                     if let Some(waiting) = self.pending.remove(&id) {
                         let _ = waiting.reply.send(Err(UpstreamError::InputRequired));
-                        let params =
-                            json!({ "requestId": id, "reason": "the client's input is required" });
-                        let line =
-                            jsonrpc::encode_notification("notifications/cancelled", Some(&params));
-                        let _ = self.out.send(line).await;
+                        let reason = "the client's input is required";
+                        let _ = self.out.send(Outgoing::cancelled(id, reason)).await;
                     }
                 }
             }
@@ -474,10 +532,7 @@ impl Task {
             })
             .map(Method::as_str);
         if known == Some(Method::Ping) {
-            let _ = self
-                .out
-                .send(jsonrpc::encode_response(Some(&id), &Ok(json!({}))))
-                .await;
+            let _ = self.out.send(Outgoing::response(&id, &Ok(json!({})))).await;
             return;
         }
         let (Some(method), Some(ctx)) = (forwarded, self.caller(route)) else {
@@ -485,10 +540,7 @@ impl Task {
                 .relay
                 .refusal(&method, forwarded)
                 .unwrap_or_else(|| route::refusal(&method, forwarded.is_some(), route));
-            let _ = self
-                .out
-                .send(jsonrpc::encode_response(Some(&id), &Err(error)))
-                .await;
+            let _ = self.out.send(Outgoing::response(&id, &Err(error))).await;
             return;
         };
         // Asked from a task of its own: the client may take minutes to answer, and the
@@ -509,9 +561,7 @@ impl Task {
                 ClientRequestError::Rejected(error) => error,
                 other => RpcError::internal(other.to_string()),
             });
-            let _ = out
-                .send(jsonrpc::encode_response(Some(&id), &outcome))
-                .await;
+            let _ = out.send(Outgoing::response(&id, &outcome)).await;
         });
     }
 }

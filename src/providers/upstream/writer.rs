@@ -6,10 +6,12 @@ use futures_util::SinkExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::wire::Outgoing;
+
 /// Writes each line, newline-terminated, until the connection ends.
 pub(super) async fn write_lines<W>(
     mut sink: W,
-    mut lines: mpsc::Receiver<Bytes>,
+    mut lines: mpsc::Receiver<Outgoing>,
     closed: CancellationToken,
 ) where
     W: futures_util::Sink<Bytes, Error = std::io::Error> + Unpin,
@@ -18,7 +20,7 @@ pub(super) async fn write_lines<W>(
         tokio::select! {
             line = lines.recv() => {
                 let Some(line) = line else { break };
-                if let Err(e) = write_queued(&mut sink, line, &mut lines).await {
+                if let Err(e) = write_queued(&mut sink, line.line, &mut lines).await {
                     tracing::debug!(error = %e, "upstream input closed");
                     break;
                 }
@@ -37,14 +39,14 @@ pub(super) async fn write_lines<W>(
 async fn write_queued<W>(
     sink: &mut W,
     first: Bytes,
-    lines: &mut mpsc::Receiver<Bytes>,
+    lines: &mut mpsc::Receiver<Outgoing>,
 ) -> std::io::Result<()>
 where
     W: futures_util::Sink<Bytes, Error = std::io::Error> + Unpin,
 {
     sink.feed(first).await?;
-    while let Ok(line) = lines.try_recv() {
-        sink.feed(line).await?;
+    while let Ok(queued) = lines.try_recv() {
+        sink.feed(queued.line).await?;
     }
     sink.flush().await
 }
@@ -85,7 +87,9 @@ mod tests {
     async fn queued_lines_go_out_in_order_with_one_flush() {
         let (tx, mut rx) = mpsc::channel(8);
         for line in ["b", "c", "d"] {
-            tx.try_send(Bytes::from(line)).unwrap();
+            let head = crate::providers::upstream::wire::Head::default();
+            let line = Bytes::from(line);
+            tx.try_send(Outgoing { line, head }).unwrap();
         }
         let mut sink = Recorder::default();
         write_queued(&mut sink, Bytes::from("a"), &mut rx)

@@ -12,8 +12,8 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use tokio::sync::mpsc;
 
+use super::HttpSpec;
 use super::client::Response;
-use super::{Head, HttpSpec};
 use crate::jsonrpc::{self, RequestId, RpcError, codes};
 use crate::metrics::Limit;
 use crate::providers::upstream::route::{Incoming, Route};
@@ -167,7 +167,7 @@ pub(super) async fn deliver(
             continue;
         };
         if let Some(id) = id {
-            let head: Option<Head> = serde_json::from_str(&data).ok();
+            let head: Option<ReceivedHead> = serde_json::from_str(&data).ok();
             answered |= head.is_some_and(|h| h.method.is_none() && h.id.as_ref() == Some(id));
         }
         let bytes = Bytes::from(data);
@@ -180,6 +180,14 @@ pub(super) async fn deliver(
             cut.unwrap_or_else(|| "the upstream's response stream ended before its answer".into());
         fail(incoming, id, why).await;
     }
+}
+
+/// The id and method of a message the upstream sent, to tell the answer a POST waits for
+/// from the requests and notifications before it.
+#[derive(serde::Deserialize)]
+struct ReceivedHead {
+    id: Option<RequestId>,
+    method: Option<serde::de::IgnoredAny>,
 }
 
 /// A body's chunks joined: the one chunk itself, or a copy of them all.

@@ -44,7 +44,7 @@ use tokio_util::sync::CancellationToken;
 use self::body::{Incomings, deliver, fail, read_limited};
 pub use self::client::UpstreamClient;
 use super::route::{Incoming, Route};
-use super::wire::Io;
+use super::wire::{Head, Io, Outgoing};
 use crate::jsonrpc::{self, RequestId};
 use crate::metrics::Metrics;
 use crate::protocol::Method;
@@ -100,10 +100,10 @@ pub(crate) fn start(
     http: UpstreamClient,
     closed: CancellationToken,
 ) -> (
-    Io<mpsc::Sender<Bytes>, HttpSource>,
+    Io<mpsc::Sender<Outgoing>, HttpSource>,
     impl std::future::Future<Output = ()> + Send + 'static,
 ) {
-    let (out_tx, out_rx) = mpsc::channel::<Bytes>(64);
+    let (out_tx, out_rx) = mpsc::channel::<Outgoing>(64);
     let (in_tx, in_rx) = mpsc::channel::<std::io::Result<Incoming>>(256);
     let mut exchange = Exchange {
         upstream: upstream.into(),
@@ -130,13 +130,6 @@ pub(crate) fn start(
         },
         driver.run(out_rx, closed),
     )
-}
-
-/// The id and method of a message, read once when it is sent.
-#[derive(serde::Deserialize, Default, Clone)]
-struct Head {
-    id: Option<RequestId>,
-    method: Option<String>,
 }
 
 /// What one POST or GET needs, cloned into its task: the session as it was when it left.
@@ -277,7 +270,7 @@ struct Driver {
 }
 
 impl Driver {
-    async fn run(mut self, mut outgoing: mpsc::Receiver<Bytes>, closed: CancellationToken) {
+    async fn run(mut self, mut outgoing: mpsc::Receiver<Outgoing>, closed: CancellationToken) {
         loop {
             tokio::select! {
                 () = closed.cancelled() => break,
@@ -300,9 +293,12 @@ impl Driver {
     }
 
     /// Sends one outgoing message; false when the connection cannot go on.
-    async fn dispatch(&mut self, message: Bytes) -> bool {
-        let head: Head = serde_json::from_slice(&message).unwrap_or_default();
-        match head.method.as_deref().and_then(Method::parse) {
+    async fn dispatch(&mut self, outgoing: Outgoing) -> bool {
+        let Outgoing {
+            line: message,
+            head,
+        } = outgoing;
+        match head.method {
             Some(Method::Initialize) => return self.initialize(message, head.id).await,
             Some(Method::Initialized) => {
                 // Sent before the GET, which some servers accept only once initialized.
@@ -318,8 +314,8 @@ impl Driver {
     }
 
     fn spawn_post(&mut self, message: Bytes, head: Head, retried: bool) {
-        let call = match (&head.id, &head.method) {
-            (Some(RequestId::Number(id)), Some(_)) => Some(*id),
+        let call = match (&head.id, head.request) {
+            (Some(RequestId::Number(id)), true) => Some(*id),
             _ => None,
         };
         let task = self
